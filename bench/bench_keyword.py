@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent/'shared'/'data'
-QMD = [sys.executable, '-m', 'qmd_nb.cli']
+QMD = [str(Path(sys.executable).parent/'qmd-nb')]
 sys.path.insert(0, str(ROOT/'bench'))
 
 def run(args, env, check=True):

@@ -1,0 +1,137 @@
+"The qmd-nb command line, end to end, as a real process on a real index."
+import csv, io, json, os, time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from conftest import write_tree
+
+def test_collection_lifecycle(qmd, notes):
+    r = qmd('collection', 'add', notes, '--name', 'notes')
+    assert "Added collection 'notes'" in r.stdout
+    assert 'notes: 8 indexed, 0 updated, 0 unchanged, 0 removed, 1 skipped' in r.stdout
+    assert 'bad.md: not UTF-8' in r.stderr
+    assert 'notes\t8 docs' in qmd('collection', 'list').stdout
+    show = qmd('collection', 'show', 'notes').stdout
+    assert f'Path: {notes}' in show and 'Documents: 8' in show
+    dup = qmd('collection', 'add', notes, '--name', 'notes', ok=False)
+    assert dup.returncode == 1 and "already exists" in dup.stderr
+    qmd('collection', 'rename', 'notes', 'kb')
+    assert qmd('search', 'rsync', '--format', 'files').stdout.splitlines()[0].startswith('kb/')
+    assert 'Removed collection' in qmd('collection', 'remove', 'kb').stdout
+    assert qmd('search', 'rsync').stdout.strip() == 'No results found for "rsync"'
+
+def test_default_name_and_masks(qmd, tmp_path):
+    root = write_tree(tmp_path/'My Docs', {'a.md': '# A\nalpha', 'b.txt': 'beta text', 'c.rst': 'gamma'})
+    r = qmd('collection', 'add', root, '--mask', '**/*.md, **/*.txt')
+    assert "Added collection 'My-Docs'" in r.stdout and '2 indexed' in r.stdout
+    assert qmd('search', 'beta', '--format', 'files').stdout.strip() == 'My-Docs/b.txt'
+
+def test_update_is_incremental(qmd, notes):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    assert 'notes: 0 indexed, 0 updated, 8 unchanged, 0 removed, 1 skipped' in qmd('update').stdout
+    (notes/'cooking'/'pasta.md').write_text('# Pasta\n\nNow with pesto.\n')
+    (notes/'tokyo.md').unlink()
+    (notes/'new.md').write_text('# New\n\nfresh note\n')
+    os.utime(notes/'backup.md', (time.time() + 5, time.time() + 5)) # touched, same bytes
+    assert 'notes: 1 indexed, 1 updated, 6 unchanged, 1 removed, 1 skipped' in qmd('index').stdout
+    assert qmd('search', 'pesto', '--format', 'files').stdout.strip() == 'notes/cooking/pasta.md'
+    assert qmd('search', '東京').stdout.strip() == 'No results found for "東京"'
+
+def test_search_formats(qmd, notes):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    res = qmd.json('search', 'rsync copy', '--format', 'json')
+    assert res[0]['file'] == 'notes/backup.md' and res[0]['title'] == 'Backup strategy'
+    assert set(res[0]) == {'docid', 'file', 'title', 'score', 'context', 'snippet', 'line'}
+    assert res[0]['snippet'].startswith('8: Use rsync to copy files') and res[0]['line'] == 8
+    assert 0 < res[0]['score'] <= 1 and res[0]['score'] == round(res[0]['score'], 2)
+    rows = list(csv.DictReader(io.StringIO(qmd('search', 'rsync', '--format', 'csv').stdout)))
+    assert {r['file'] for r in rows} == {'notes/backup.md', 'notes/journals/2025-05-01.md'}
+    xml = ET.fromstring(qmd('search', 'rsync', '--format', 'xml').stdout)
+    assert xml.get('query') == 'rsync' and len(xml.findall('result')) == 2
+    assert '**Backup strategy**' in qmd('search', 'rsync', '--format', 'md').stdout
+    cli = qmd('search', 'rsync copy').stdout
+    assert cli.startswith('notes/backup.md:8 #') and '8: Use rsync to copy files' in cli
+    for fmt, empty in (('json', '[]'), ('files', ''), ('csv', 'docid,file,title,score,line,context,snippet')):
+        r = qmd('search', 'zebra', '--format', fmt)
+        assert r.returncode == 0 and r.stdout.strip() == empty
+
+def test_query_syntax_and_filters(qmd, notes, tmp_path):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    other = write_tree(tmp_path/'other', {f'r{i}.md': f'# rsync {i}\nrsync rsync rsync' for i in range(40)})
+    qmd('collection', 'add', other, '--name', 'other')
+    files = lambda *a: qmd('search', *a, '--format', 'files').stdout.split()
+    assert sorted(files('rsync', '-n', '2', '-c', 'notes')) == ['notes/backup.md', 'notes/journals/2025-05-01.md']
+    assert files('"rsync daemon"') == ['notes/journals/2025-05-01.md']
+    assert files('rsync -daemon', '-c', 'notes') == ['notes/backup.md']
+    assert files('cafe') == ['notes/cooking/café.md']
+    assert files('東京') == ['notes/tokyo.md']
+    assert len(files('rsync', '-n', '50')) == 42
+    assert all(float(r['score']) >= 0.5 for r in qmd.json('search', 'rsync copy', '--min-score', '0.5', '--format', 'json'))
+    bad = qmd('search', 'rsync', '-c', 'nope', ok=False)
+    assert bad.returncode == 1 and 'Collection not found: nope' in bad.stderr
+
+def test_get_variants(qmd, notes):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    first = lambda *a: qmd('get', *a).stdout.splitlines()[0]
+    assert first('notes/backup.md') == '---'
+    assert first('backup.md:6') == '# Backups'
+    assert first('qmd://notes/cooking/caf%C3%A9.md') == '# Café crème'
+    assert first(str(notes/'tokyo.md')) == '# 東京'
+    docid = qmd.json('search', 'pasta', '--format', 'json')[0]['docid']
+    assert first(docid) == '# Pasta' and first(docid.lstrip('#')) == '# Pasta'
+    out = qmd('get', 'journals/2025-05-01.md', '--from', '5', '-l', '3', '--line-numbers').stdout
+    assert out.startswith('5: line 6\n6: line 7\n7: line 8\n\n[... truncated 51 more lines]')
+    nf = qmd('get', 'notes/bakup.md', ok=False)
+    assert nf.returncode == 1 and nf.stdout == ''
+    assert 'Document not found: notes/bakup.md\n\nDid you mean one of these?\n  - notes/backup.md' in nf.stderr
+    trav = qmd('get', '../../etc/passwd', ok=False)
+    assert trav.returncode == 1 and 'Document not found' in trav.stderr and 'root:' not in trav.stdout
+
+def test_contexts(qmd, notes):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    qmd('context', 'add', '/', 'Personal knowledge base')
+    qmd('context', 'add', notes/'journals', 'Daily journal entries')
+    assert 'qmd://notes/journals\tDaily journal entries' in qmd('context', 'list').stdout
+    r = qmd.json('search', 'rsync daemon', '--format', 'json')[0]
+    assert r['context'] == 'Personal knowledge base\n\nDaily journal entries'
+    assert qmd('get', 'journals/2025-05-02.md').stdout.startswith('<!-- Context: Personal knowledge base\n\nDaily journal entries -->')
+    qmd('context', 'rm', 'qmd://notes/journals')
+    assert qmd.json('search', 'rsync daemon', '--format', 'json')[0]['context'] == 'Personal knowledge base'
+    assert qmd('context', 'add', 'qmd://missing', 'x', ok=False).returncode == 1
+
+def test_multi_get(qmd, notes):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    out = qmd('multi-get', 'journals/2025-05*.md', '-l', '2').stdout
+    assert out.count('==> notes/journals/2025-05-0') == 2 and '[... truncated 56 more lines]' in out
+    out = qmd('multi-get', 'notes/big.md, pasta.md, nothing.md').stdout
+    assert out.startswith('Errors:\nDocument not found: nothing.md')
+    assert '[SKIPPED: notes/big.md - File too large (21KB). Use \'qmd-nb get\' with file="notes/big.md" to retrieve.]' in out
+    assert '==> notes/cooking/pasta.md <==' in out
+    js = json.loads(qmd('multi-get', 'notes/big.md', '--max-bytes', '100000', '--format', 'json').stdout)
+    assert js['results'][0]['file'] == 'notes/big.md' and 'lorem' in js['results'][0]['text']
+    none = qmd('multi-get', 'zzz/*.md', ok=False)
+    assert none.returncode == 1 and 'No documents matched' in none.stderr
+
+def test_status(qmd, notes):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    out = qmd('status').stdout
+    assert 'Documents: 8' in out and 'Needs embedding: 8' in out and 'notes: ' in out
+    assert 'Problems (1):\n  notes/bad.md: not UTF-8' in out
+    js = qmd.json('status', '--json')
+    assert js['total_documents'] == 8 and js['collections'][0]['documents'] == 8 and js['index_bytes'] > 0
+    assert js['collections'][0]['last_updated'].endswith('Z')
+
+def test_usage_errors(qmd, notes):
+    for args in (['search'], ['search', 'x', '-n', '0'], ['search', 'x', '--min-score', '2'], ['search', 'x', '--format', 'yaml'],
+                 ['get'], ['collection'], ['bogus']):
+        r = qmd(*args, ok=False)
+        assert r.returncode == 2 and r.stdout == '' and r.stderr, args
+    r = qmd('collection', 'add', notes/'missing', ok=False)
+    assert r.returncode == 1 and 'Not a folder' in r.stderr
+    r = qmd('search', '-- -x', ok=False)
+    assert r.returncode == 1 and 'only exclusions' in r.stderr
+
+def test_named_indexes_are_separate(qmd, notes):
+    qmd('--index', 'work', 'collection', 'add', notes, '--name', 'notes')
+    assert qmd('--index', 'work', 'search', 'pasta', '--format', 'files').stdout.strip() == 'notes/cooking/pasta.md'
+    assert 'No collections yet' in qmd('collection', 'list').stdout
+    assert (qmd.home/'cache'/'work'/'catalog.sqlite').exists() and (qmd.home/'config'/'work.json').exists()
