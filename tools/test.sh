@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up and run every test: notebooks clean and exported as committed, notebook tests, then pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+B=.venv/bin
+echo "== nbdev-clean and nbdev-export must leave git clean"
+$B/nbdev-clean
+$B/nbdev-export
+if [ -n "$(git status --porcelain -- nbs qmd_nb)" ]; then
+  git status --porcelain -- nbs qmd_nb
+  echo "FAIL: notebooks are not clean or qmd_nb/ differs from what the notebooks export" >&2
+  exit 1
+fi
+echo "== README.md is nbs/index.ipynb"
+$B/python tools/readme.py --check
+echo "== nbdev-test"
+$B/nbdev-test
+echo "== pytest"
+$B/python -m pytest -q tests "$@"
