@@ -1,0 +1,92 @@
+"Embedding layer against the real all-MiniLM-L6-v2 (no mocks): agreement with plain sentence-transformers, order, cache, fingerprints."
+import os, subprocess, sys, tempfile
+from pathlib import Path
+os.environ.setdefault('HF_HUB_OFFLINE', '1')
+import numpy as np
+import pytest
+from qmd_nb.chunk import model_dir
+from qmd_nb.embed import HashEmbedder, OpenVINOEmbedder, TorchEmbedder, get_embedder
+
+MODELS = Path(tempfile.gettempdir())/'qmd-nb-test-models' # converted model, reused between runs
+TEXTS = ['How do I rebuild the search index after editing notes?',
+         'Vitamin D supplementation and bone fracture risk in older adults: a randomised trial. ' * 6,
+         'A recipe for sourdough bread',
+         '',
+         'def chunk_lines(lines, title): return []  # code is text too',
+         'Ω unicode — résumé naïve café',
+         'A text longer than the model reads, cut at 256 word pieces the same way on every path. ' * 30]
+
+@pytest.fixture(scope='module')
+def reference():
+    from sentence_transformers import SentenceTransformer
+    return SentenceTransformer(model_dir(), device='cpu').encode(TEXTS)
+
+@pytest.fixture(scope='module')
+def fast():
+    "The default fast path: OpenVINO when installed, else the torch path (the same checks apply to both)."
+    return get_embedder(env={}, cache_dir=MODELS)
+
+@pytest.fixture(scope='module')
+def torch_fast(): return TorchEmbedder()
+
+def cos(a, b): return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+
+def test_dims_and_norms(fast):
+    v = fast.embed_docs(TEXTS)
+    assert fast.dim == 384 and v.shape == (len(TEXTS), 384) and v.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    q = fast.embed_query('bone fractures')
+    assert q.shape == (384,) and abs(np.linalg.norm(q) - 1) < 1e-5
+
+@pytest.mark.parametrize('which', ['fast', 'torch_fast'])
+def test_agrees_with_sentence_transformers(which, reference, request):
+    e = request.getfixturevalue(which)
+    assert cos(e.embed_docs(TEXTS), reference).min() >= 0.999
+    assert cos(np.stack([e.embed_query(t) for t in TEXTS]), reference).min() >= 0.999
+
+def test_sorted_batches_keep_order(fast):
+    v = fast.embed_docs(TEXTS, batch_size=2) # batches sorted by length, unlike the input
+    single = np.stack([fast.embed_docs([t])[0] for t in TEXTS])
+    assert cos(v, single).min() >= 0.9999
+    rev = fast.embed_docs(TEXTS[::-1], batch_size=2)[::-1]
+    assert cos(v, rev).min() >= 0.9999
+
+def test_progress_and_empty(fast):
+    seen = []
+    fast.embed_docs(TEXTS, batch_size=4, progress=lambda d, n: seen.append((d, n)))
+    assert seen == [(4, 7), (7, 7)]
+    assert fast.embed_docs([]).shape == (0, 384)
+
+def test_query_cache(fast):
+    a = fast.embed_query('vitamin d and fractures')
+    b = fast.embed_query('vitamin d and fractures')
+    assert a is b and not a.flags.writeable
+
+def test_fingerprint(fast, tmp_path):
+    fp = fast.fingerprint
+    assert fp.startswith('all-MiniLM-L6-v2@') and 'dim=384' in fp and 'max_tokens=256' in fp
+    assert OpenVINOEmbedder(cache_dir=MODELS).fingerprint == fp # same setup, same fingerprint (nothing loads)
+    assert OpenVINOEmbedder(cache_dir=MODELS, chunking=dict(max_tokens=120, overlap=16)).fingerprint != fp
+    assert get_embedder({'chunk_overlap': 0}, env={}, cache_dir=MODELS).fingerprint != fp
+    assert TorchEmbedder().fingerprint == fp # the backend does not change the vectors
+    other = tmp_path/'minilm-copy' # same weights, another configuration: another model
+    other.mkdir()
+    for f in Path(model_dir()).iterdir(): (other/f.name).symlink_to(f)
+    (other/'sentence_bert_config.json').unlink()
+    (other/'sentence_bert_config.json').write_text('{"max_seq_length": 128, "do_lower_case": false}')
+    e = get_embedder(env={'QMD_NB_EMBED_MODEL': str(other)}, cache_dir=MODELS)
+    assert e.model != fast.model and e.fingerprint != fp and e.max_tokens == 128
+    assert HashEmbedder(384).fingerprint != fp
+
+def test_hash_embedder_deterministic():
+    texts = ['BM25 ranks documents', 'embeddings place similar texts nearby']
+    a = HashEmbedder().embed_docs(texts)
+    assert np.array_equal(a, HashEmbedder().embed_docs(texts))
+    code = 'from qmd_nb.embed import HashEmbedder; print(HashEmbedder().embed_docs(["BM25 ranks documents"])[0].tolist())'
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
+    assert np.allclose(eval(out), a[0]) # no salted hash(): same vector in another process
+
+def test_import_is_cheap():
+    code = 'import sys, qmd_nb.embed; print(sorted(m for m in ("torch", "sentence_transformers", "openvino", "transformers") if m in sys.modules))'
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == '[]'
