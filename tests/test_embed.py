@@ -78,6 +78,13 @@ def test_fingerprint(fast, tmp_path):
     assert e.model != fast.model and e.fingerprint != fp and e.max_tokens == 128
     assert HashEmbedder(384).fingerprint != fp
 
+def test_converts_into_empty_cache(tmp_path, reference):
+    pytest.importorskip('openvino')
+    e = OpenVINOEmbedder(cache_dir=tmp_path) # a fresh machine: the model is converted here, once
+    assert cos(e.embed_docs(TEXTS), reference).min() >= 0.999
+    assert (e.ir_dir/'model.xml').exists() and not list(e.ir_dir.glob('tmp-*'))
+    assert cos(OpenVINOEmbedder(cache_dir=tmp_path).embed_docs(TEXTS[:2]), reference[:2]).min() >= 0.999 # reused
+
 def test_hash_embedder_deterministic():
     texts = ['BM25 ranks documents', 'embeddings place similar texts nearby']
     a = HashEmbedder().embed_docs(texts)
