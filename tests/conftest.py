@@ -5,6 +5,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent/'shared'/'data'
+# every test gets its own index, but the model converted for OpenVINO (~10 s) is made once and shared
+os.environ.setdefault('QMD_NB_MODEL_CACHE', str(ROOT/'.test-cache'/'models'))
+os.environ.setdefault('HF_HUB_OFFLINE', '1')
 QMD_BIN = str(Path(sys.executable).parent/'qmd-nb')
 
 class Qmd:
