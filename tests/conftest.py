@@ -1,12 +1,12 @@
 "Shared fixtures: a real qmd-nb process per call, on a private QMD_NB_HOME, over corpora made in temp folders."
-import json, os, subprocess, sys
+import json, os, subprocess, sys, tempfile
 from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent/'shared'/'data'
 # every test gets its own index, but the model converted for OpenVINO (~10 s) is made once and shared
-os.environ.setdefault('QMD_NB_MODEL_CACHE', str(ROOT/'.test-cache'/'models'))
+os.environ.setdefault('QMD_NB_MODEL_CACHE', str(Path(tempfile.gettempdir())/'qmd-nb-test-models')) # as the notebooks do
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 QMD_BIN = str(Path(sys.executable).parent/'qmd-nb')
 
