@@ -36,9 +36,9 @@ def synthetic_filtered(home, n=100_000, dim=384):
     rng = np.random.default_rng(0); docs = n // 4 # 4 chunks a document
     if st.q("SELECT COUNT(*) FROM embedded")[0][0] < docs:
         t = time.time(); vs = VectorStore(st, emb.fingerprint)
-        for k in range(0, docs, 2500):
+        for k in range(0, docs, 1000):
             batch = [NewDoc('small' if i % 10 == 0 else 'big', f'd{i}.md', hashlib.sha256(f'd{i}'.encode()).hexdigest(), f'doc {i}', f'doc {i}', f'doc {i}')
-                     for i in range(k, min(docs, k + 2500))]
+                     for i in range(k, min(docs, k + 1000))]
             put_docs(st, batch)
             V = rng.standard_normal((len(batch) * 4, dim)).astype('float32'); V /= np.linalg.norm(V, axis=1, keepdims=True)
             ids = [f'{d.hash}:{j}' for d in batch for j in range(4)]
