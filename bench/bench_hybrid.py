@@ -57,7 +57,7 @@ def synthetic_filtered(home, n=100_000, dim=384):
 
 def embed_cli(home):
     "Write SciFact as markdown files, add them as a collection, and time `qmd-nb embed`."
-    folder = Path(home)/'scifact-md'; folder.mkdir(exist_ok=True)
+    folder = Path(home)/'scifact-md'; folder.mkdir(parents=True, exist_ok=True)
     for line in open(DATA/'scifact'/'corpus.jsonl', encoding='utf-8'):
         d = json.loads(line); (folder/f"{d['_id']}.md").write_text(f"# {d['title']}\n\n{d['text']}\n", encoding='utf-8')
     env = {**os.environ, 'QMD_NB_HOME': home}
