@@ -7,12 +7,12 @@ Docs: https://qmd-nb.github.io/qmd-nb/mcp.html.md"""
 # %% auto #0
 __all__ = ['DESCRIPTIONS', 'to_call_result', 'mk_mcp']
 
-# %% ../nbs/21_mcp.ipynb #93c7a752
+# %% ../nbs/21_mcp.ipynb #bbbdf6f6
 from typing import Annotated, Optional # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 from .tools import (Engine, ToolResult, search_tool, vsearch_tool, query_tool, get_tool, multi_get_tool, status_tool,
                           read_document, QUERY_GUIDE, instructions)
 
-# %% ../nbs/21_mcp.ipynb #3da59a2e
+# %% ../nbs/21_mcp.ipynb #d208b874
 def _models() -> tuple:
     "Pydantic models of the structured outputs (built on first use: pydantic is imported with the SDK)."
     from pydantic import BaseModel, Field
@@ -41,7 +41,7 @@ def to_call_result(r:ToolResult):
               for b in r.content]
     return CallToolResult(content=blocks, structured_content=r.structured, is_error=r.is_error)
 
-# %% ../nbs/21_mcp.ipynb #b830116d
+# %% ../nbs/21_mcp.ipynb #2dd3a6ed
 DESCRIPTIONS = dict(
     search="Fast keyword (BM25) search over the indexed documents. Best for exact words, names, commands, error messages. "
            'Supports "exact phrases" and -exclusions. Example: {"query": "rsync \\"off-site\\" -tape", "limit": 5}. '
@@ -59,7 +59,7 @@ DESCRIPTIONS = dict(
               "comma-separated list of paths and docids. Files over maxBytes (default 10240) are skipped with a notice: use get for them.",
     status="Index status: document counts, collections, how many documents still need embeddings, whether vector search is available.")
 
-# %% ../nbs/21_mcp.ipynb #b9ca88f0
+# %% ../nbs/21_mcp.ipynb #044988a2
 def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0'):
     "An MCPServer exposing the QMD contract over `engine`."
     from mcp.server.mcpserver import MCPServer
