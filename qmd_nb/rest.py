@@ -15,7 +15,7 @@ __all__ = ['LOOPBACK', 'MAX_TEXTS', 'SearchRequest', 'VSearchRequest', 'SubQuery
            'Guard', 'WriteQueue', 'add_search_routes', 'add_model_routes', 'add_collection_routes', 'add_index_routes',
            'mk_app']
 
-# %% ../nbs/22_rest.ipynb #577a30f9
+# %% ../nbs/22_rest.ipynb #7f92c96a
 import asyncio, logging, sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -28,7 +28,7 @@ from .format import status_text, doc_text, REST_TRUNC
 from . import index
 from .tools import Engine, run_vsearch, run_query, current_fingerprint
 
-# %% ../nbs/22_rest.ipynb #53ba8882
+# %% ../nbs/22_rest.ipynb #e3d6d042
 class _Body(BaseModel): model_config = ConfigDict(extra='forbid')
 
 class SearchRequest(_Body):
@@ -57,7 +57,7 @@ class QueryRequest(SearchRequest):
 class ResultItem(BaseModel):
     docid: str; file: str; title: str; score: float; context: Optional[str]; snippet: str
     line: int = Field(0, description="Line of the best match: `get` with file `path:LINE` reads from there")
-    explain: Optional[dict] = None
+    explain: Optional[dict] = Field(None, exclude_if=lambda v: v is None, description="query with explain=true: where the score came from")
 
 class SearchResponse(BaseModel):
     results: list[ResultItem]
@@ -78,7 +78,7 @@ class Notice(BaseModel): type: Literal['text']; text: str
 class GetResponse(BaseModel): document: DocumentOut; content: Optional[str] = None
 class MultiGetResponse(BaseModel): results: list[Union[DocumentOut, Notice]]; content: Optional[str] = None
 
-# %% ../nbs/22_rest.ipynb #6998ab19
+# %% ../nbs/22_rest.ipynb #c5cbdbab
 class CollectionOut(BaseModel): name: str; path: str; pattern: str; documents: int; last_updated: Optional[str] = None
 class StatusResponse(BaseModel):
     total_documents: int; needs_embedding: int; has_vector_index: bool; collections: list[CollectionOut]; content: str
@@ -109,7 +109,7 @@ class ContextRemoved(BaseModel): status: Literal['removed']; path: str
 class Health(BaseModel): status: Literal['healthy', 'unhealthy']; model_loaded: bool
 class ErrorResponse(BaseModel): detail: str; status_code: int
 
-# %% ../nbs/22_rest.ipynb #41c2b069
+# %% ../nbs/22_rest.ipynb #f2dadd7c
 def rest_summary(results:list[SearchResult], # results of a search
                  query:str # what was asked
                 ) -> str:
@@ -124,7 +124,7 @@ def doc_out(d:Document) -> dict:
 
 def plural(n:int, word:str) -> str: return f"{n} {word}{'' if n == 1 else 's'}"
 
-# %% ../nbs/22_rest.ipynb #d5ee1acc
+# %% ../nbs/22_rest.ipynb #07d64783
 class TooLarge(QmdError):
     "A request over a size limit (HTTP 413)."
     status = 413
@@ -147,7 +147,7 @@ def validation_detail(errors:list[dict] # pydantic / FastAPI validation errors
     "One line naming each bad parameter and what is wrong with it."
     return '; '.join(dict.fromkeys(_problem(e) for e in errors))
 
-# %% ../nbs/22_rest.ipynb #39c7c1e8
+# %% ../nbs/22_rest.ipynb #d975c814
 def allowed(value:str, # a Host or Origin header
             patterns:list[str] # exact values, or `base:*` for any port
            ) -> bool:
@@ -165,7 +165,7 @@ def default_origins() -> list[str]:
     "Origins accepted unless configured: pages served from this machine."
     return [o for n in ('127.0.0.1', 'localhost', '[::1]') for s in ('http', 'https') for o in (f'{s}://{n}', f'{s}://{n}:*')]
 
-# %% ../nbs/22_rest.ipynb #79c26e6b
+# %% ../nbs/22_rest.ipynb #f6bcaa20
 class Guard:
     "ASGI middleware: Host/Origin checks and a body size limit, answering errors in the contract's shape."
     def __init__(self, app, hosts:list[str]|None, origins:list[str], max_body:int):
@@ -194,7 +194,7 @@ class Guard:
         async def replay(): return msgs.pop(0) if msgs else await receive()
         await self.app(scope, replay, send)
 
-# %% ../nbs/22_rest.ipynb #7afa69c9
+# %% ../nbs/22_rest.ipynb #013f8c81
 class WriteQueue:
     "Index-changing jobs, run one at a time on a worker thread."
     def __init__(self): self._pool, self.pending = ThreadPoolExecutor(1, thread_name_prefix='qmd-nb-writer'), 0
@@ -207,7 +207,7 @@ class WriteQueue:
 
     def close(self): self._pool.shutdown(wait=True, cancel_futures=True)
 
-# %% ../nbs/22_rest.ipynb #8a82d812
+# %% ../nbs/22_rest.ipynb #e276ec9f
 _ERRORS = {c: {'model': ErrorResponse} for c in (400, 404, 413, 503)}
 
 def _results(res:list[SearchResult], q:str) -> dict: return dict(results=[r.to_dict() for r in res], content=rest_summary(res, q))
@@ -222,7 +222,7 @@ def add_search_routes(app, engine:Engine):
     @app.post('/vsearch', response_model=SearchResponse, responses=_ERRORS, summary="Semantic (vector) search; 503 without vectors")
     def vsearch_ep(b: VSearchRequest): return _results(run_vsearch(engine, b.query, b.limit, b.min_score, b.collection), b.query)
 
-    @app.post('/query', response_model=SearchResponse, response_model_exclude_none=True, responses=_ERRORS,
+    @app.post('/query', response_model=SearchResponse, responses=_ERRORS,
               summary="Hybrid search (keyword search alone while there are no vectors)")
     def query_ep(b: QueryRequest):
         subs = [s.model_dump() for s in b.searches] if b.searches else None
@@ -245,7 +245,7 @@ def add_search_routes(app, engine:Engine):
         return dict(total_documents=s.total_documents, needs_embedding=s.needs_embedding, has_vector_index=s.has_vector_index,
                     collections=cols, content=status_text(s))
 
-# %% ../nbs/22_rest.ipynb #9011052e
+# %% ../nbs/22_rest.ipynb #589d31d1
 MAX_TEXTS = 1000
 
 def add_model_routes(app, engine:Engine):
@@ -265,7 +265,7 @@ def add_model_routes(app, engine:Engine):
         from fastapi.responses import JSONResponse
         return JSONResponse(body, status_code=503)
 
-# %% ../nbs/22_rest.ipynb #0c0c4b0f
+# %% ../nbs/22_rest.ipynb #2c028dbd
 def _count(store, name=None) -> int:
     return store.q("SELECT COUNT(*) FROM documents" + (" WHERE collection=?" if name else ''), (name,) if name else ())[0][0]
 
@@ -304,7 +304,7 @@ def add_collection_routes(app, engine:Engine, q:WriteQueue):
         await q.run(index.rename_collection, st, name, b.new_name)
         return dict(status='renamed', old_name=name, new_name=b.new_name, content=f"Renamed '{name}' to '{b.new_name}'")
 
-# %% ../nbs/22_rest.ipynb #5e6308aa
+# %% ../nbs/22_rest.ipynb #f4d1b3f6
 def _update(store, pull:bool) -> tuple[list, dict]:
     errs = index.pull_collections(store) if pull else {}
     return index.update(store, progress=False), errs
@@ -338,7 +338,7 @@ def add_index_routes(app, engine:Engine, q:WriteQueue):
         await q.run(index.remove_context, st, path)
         return dict(status='removed', path=path)
 
-# %% ../nbs/22_rest.ipynb #aa090aea
+# %% ../nbs/22_rest.ipynb #a7964f59
 def _handlers(app):
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException
