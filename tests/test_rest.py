@@ -1,9 +1,9 @@
 "The REST API and MCP over Streamable HTTP, on a real `qmd-nb serve` process and a real socket."
-import asyncio, json, os, signal, socket, sqlite3, subprocess, sys, time
+import asyncio, json, signal, socket, sqlite3, subprocess, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import httpx, pytest
-from conftest import QMD_BIN, NOTES, write_tree
+from conftest import QMD_BIN, write_tree
 
 def free_port() -> int:
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]

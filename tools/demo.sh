@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up, index and embed the example notes that ship with qmd-nb into a demo index under .demo/, and search them
-# (keyword, then hybrid). Serving them to an agent is then `QMD_NB_HOME=.demo .venv/bin/qmd-nb mcp`.
+# Set up, index and embed the example notes that ship with qmd-nb into a demo index under .demo/, search them
+# (keyword, then hybrid), then serve them: REST on http://127.0.0.1:18765 and MCP (Streamable HTTP) at /mcp, until Ctrl-C.
+# PORT=... picks another port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
@@ -14,4 +15,9 @@ echo; echo '$ qmd-nb embed'; $Q embed 2>/dev/null
 echo; echo '$ qmd-nb query "how do we make sure backups can be restored" -n 3'; $Q query "how do we make sure backups can be restored" -n 3
 echo; echo '$ qmd-nb get notes/guides/backups.md:10 -l 5 --line-numbers'; $Q get notes/guides/backups.md:10 -l 5 --line-numbers
 echo; $Q status
-echo; echo "Serve these notes to an agent over MCP (stdio): QMD_NB_HOME=$QMD_NB_HOME .venv/bin/qmd-nb mcp"
+PORT=${PORT:-18765}
+echo; echo "MCP clients over stdio: 'QMD_NB_HOME=$QMD_NB_HOME .venv/bin/qmd-nb mcp-config' prints their configuration."
+echo "Serving on http://127.0.0.1:$PORT (Ctrl-C stops). Try, from another terminal:"
+echo "  curl -s -X POST http://127.0.0.1:$PORT/search -H 'Content-Type: application/json' -d '{\"query\": \"restore drill\", \"limit\": 3}'"
+echo "  QMD_NB_HOME=$QMD_NB_HOME .venv/bin/qmd-nb query 'how do we make sure backups can be restored' --mode server --server http://127.0.0.1:$PORT"
+exec $Q serve --transport http --port "$PORT"

@@ -1,0 +1,112 @@
+"""HTTP figures (issue: MCP server and REST API), measured on this machine against a real `qmd-nb serve --transport http`.
+
+Usage: python bench/bench_http.py [--home DIR] [--requests 2000] [--clients 16]
+
+On tldr-pages (indexed and embedded once into --home, default /tmp/qmd-nb-bench-http, reused on later runs) prints:
+REST /search p50, MCP `search` tool call over Streamable HTTP p50 (the SDK's client), warm hybrid /query and MCP `query`
+p50 (distinct queries, so the result cache does not answer), and N concurrent clients sending mixed search/get requests
+(errors, p50, p99, requests/s), plus the server's peak memory.
+"""
+import argparse, asyncio, json, os, random, socket, statistics, subprocess, sys, time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent/'shared'/'data'
+QMD = str(Path(sys.executable).parent/'qmd-nb')
+sys.path.insert(0, str(ROOT/'bench'))
+
+def pct(xs, p): xs = sorted(xs); return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+def setup(home:str, env:dict):
+    st = json.loads(subprocess.run([QMD, 'status', '--json'], env=env, capture_output=True, text=True, check=True).stdout)
+    if not st['collections']:
+        subprocess.run([QMD, 'collection', 'add', str(DATA/'tldr-pages'), '--name', 'tldr'], env=env, check=True, capture_output=True)
+    t = time.time(); r = subprocess.run([QMD, 'embed'], env=env, check=True, capture_output=True, text=True)
+    print(f"setup: {r.stdout.strip()} ({time.time() - t:.0f} s)", flush=True)
+
+def start(env):
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+    p = subprocess.Popen([QMD, 'serve', '--transport', 'http', '--port', str(port)], env=env, stderr=subprocess.DEVNULL)
+    url = f'http://127.0.0.1:{port}'
+    while True:
+        try:
+            if httpx.get(url + '/health').json().get('model_loaded'): return p, url
+        except httpx.TransportError: pass
+        time.sleep(0.1)
+
+def queries():
+    from known_item import sample
+    return [q for _, q in sample(300, 0)]
+
+def rest_p50(url, path, bodies, warm=20):
+    with httpx.Client(base_url=url, timeout=60) as c:
+        for b in bodies[:warm]: c.post(path, json=b).raise_for_status()
+        lat = []
+        for b in bodies[warm:]:
+            t = time.perf_counter(); r = c.post(path, json=b); lat.append((time.perf_counter() - t) * 1000); r.raise_for_status()
+    return statistics.median(lat), pct(lat, 99)
+
+async def mcp_p50(url, tool, args_list, warm=20):
+    from mcp import Client
+    async with Client(url + '/mcp') as c:
+        for a in args_list[:warm]: await c.call_tool(tool, a)
+        lat = []
+        for a in args_list[warm:]:
+            t = time.perf_counter(); r = await c.call_tool(tool, a); lat.append((time.perf_counter() - t) * 1000)
+            assert not r.is_error, r.content
+    return statistics.median(lat), pct(lat, 99)
+
+def concurrent_load(url, qs, files, n_requests, n_clients):
+    "n_clients threads, each with its own connection, sharing n_requests mixed requests (70% search, 30% get)."
+    rng = random.Random(0)
+    jobs = [('/search', {'query': rng.choice(qs), 'limit': 10}) if rng.random() < 0.7 else ('/get', {'file': rng.choice(files), 'max_lines': 50})
+            for _ in range(n_requests)]
+    shards = [jobs[i::n_clients] for i in range(n_clients)]
+    def client(shard):
+        lat, errors = [], 0
+        with httpx.Client(base_url=url, timeout=60) as c:
+            for path, body in shard:
+                t = time.perf_counter()
+                try: ok = c.post(path, json=body).status_code == 200
+                except httpx.HTTPError: ok = False
+                lat.append((time.perf_counter() - t) * 1000); errors += not ok
+        return lat, errors
+    t = time.time()
+    with ThreadPoolExecutor(n_clients) as ex: res = list(ex.map(client, shards))
+    wall = time.time() - t
+    lat = [x for l, _ in res for x in l]
+    return dict(requests=len(lat), errors=sum(e for _, e in res), p50_ms=statistics.median(lat), p99_ms=pct(lat, 99), rps=len(lat) / wall)
+
+def peak_mib(pid):
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmHWM'): return int(line.split()[1]) / 1024
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--home', default='/tmp/qmd-nb-bench-http'); ap.add_argument('--requests', type=int, default=2000)
+    ap.add_argument('--clients', type=int, default=16)
+    a = ap.parse_args()
+    env = {**os.environ, 'QMD_NB_HOME': a.home, 'HF_HUB_OFFLINE': '1'}
+    setup(a.home, env)
+    p, url = start(env)
+    try:
+        qs = queries()
+        files = [r['file'] for q in qs[:40] for r in httpx.post(url + '/search', json={'query': q, 'limit': 3}).json()['results']]
+        out = {}
+        out['rest_search'] = rest_p50(url, '/search', [{'query': q, 'limit': 10} for q in qs])
+        out['mcp_http_search'] = asyncio.run(mcp_p50(url, 'search', [{'query': q, 'limit': 10} for q in qs]))
+        out['rest_get'] = rest_p50(url, '/get', [{'file': f, 'max_lines': 50} for f in files])
+        hq = [f'how do I {q}' for q in qs[:120]] # distinct from anything asked before: no cached answers
+        out['rest_query'] = rest_p50(url, '/query', [{'query': q, 'limit': 10} for q in hq[:60]], warm=10)
+        out['mcp_http_query'] = asyncio.run(mcp_p50(url, 'query', [{'query': q, 'limit': 10} for q in hq[60:]], warm=10))
+        for k, (p50, p99) in out.items(): print(f"{k:18s} p50 {p50:7.1f} ms   p99 {p99:7.1f} ms", flush=True)
+        load = concurrent_load(url, qs, files, a.requests, a.clients)
+        print(f"{a.clients} concurrent clients, {load['requests']} mixed search/get requests: {load['errors']} errors, "
+              f"p50 {load['p50_ms']:.1f} ms, p99 {load['p99_ms']:.1f} ms, {load['rps']:.0f} requests/s", flush=True)
+        print(f"server peak memory {peak_mib(p.pid):.0f} MiB", flush=True)
+    finally:
+        p.terminate(); p.wait(30)
+
+if __name__ == '__main__': main()
