@@ -13,8 +13,6 @@ from .store import Store
 from .search import search, SearchResult
 from .docs import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc
 from .format import search_summary, status_text, doc_text
-from .vectors import vsearch
-from .hybrid import query as hybrid_query, QueryParams
 
 # %% auto #0
 __all__ = ['QUERY_GUIDE', 'ModelNotLoaded', 'Engine', 'ToolResult', 'text_block', 'error_result', 'guarded', 'results_result',
@@ -97,7 +95,7 @@ def results_result(results:list[SearchResult], q:str) -> ToolResult:
 # %% ../nbs/20_tools.ipynb #053c3890
 def run_vsearch(engine:Engine, query:str, limit:int=10, min_score:float=0.3, collection=None) -> list[SearchResult]:
     "Semantic search results; `VectorIndexMissing` when there are no vectors for the model yet."
-    from qmd_nb.vectors import has_vectors, VectorIndexMissing
+    from qmd_nb.vectors import vsearch, has_vectors, VectorIndexMissing # imported on first use: the MCP server starts without them
     emb = engine.embedder
     if not has_vectors(engine.store, emb.fingerprint): raise VectorIndexMissing()
     return vsearch(engine.store, emb, query, limit, collection, min_score)
@@ -109,6 +107,7 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
               explain:bool=False # attach each result's score story
              ) -> tuple[list[SearchResult], str]:
     "Hybrid search results and the query text they answer (keyword search alone while there are no vectors)."
+    from qmd_nb.hybrid import query as hybrid_query, QueryParams # imported on first use: the MCP server starts without them
     if query is not None and searches: raise UsageError("Give either query or searches, not both")
     if query is None and not searches: raise UsageError("query (or searches) is required")
     p = QueryParams.from_settings(engine.store.config.settings)
