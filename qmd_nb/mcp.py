@@ -8,7 +8,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/mcp.html.md"""
 __all__ = ['DESCRIPTIONS', 'LOG_LEVELS', 'DEFAULT_LOG_LEVEL', 'import_sdk', 'to_call_result', 'complete_path', 'wants_log',
            'call_log_line', 'trim_header_values', 'mk_mcp']
 
-# %% ../nbs/21_mcp.ipynb #d9fe89f5
+# %% ../nbs/21_mcp.ipynb #d42ec533
 import functools, json, time, warnings
 from typing import Annotated, Optional # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 from urllib.parse import unquote
@@ -16,7 +16,7 @@ from .config import NotFound, UsageError
 from .tools import (Engine, ToolResult, search_tool, vsearch_tool, query_tool, get_tool, multi_get_tool, status_tool,
                           read_document, has_vectors_any, QUERY_GUIDE, instructions)
 
-# %% ../nbs/21_mcp.ipynb #1bd7b290
+# %% ../nbs/21_mcp.ipynb #3c0fe6e2
 def import_sdk():
     "Import the MCP SDK (`mcp.server.mcpserver`) with its pydantic models built on first use, not at import."
     import sys
@@ -31,7 +31,7 @@ def import_sdk():
         else: del cfg['defer_build']
     return mcp.server.mcpserver
 
-# %% ../nbs/21_mcp.ipynb #bc4306c0
+# %% ../nbs/21_mcp.ipynb #cd2bd170
 def _models() -> tuple:
     "Pydantic models of the structured outputs (built on first use: pydantic is imported with the SDK)."
     from pydantic import BaseModel, Field
@@ -60,7 +60,7 @@ def to_call_result(r:ToolResult):
               for b in r.content]
     return CallToolResult(content=blocks, structured_content=r.structured, is_error=r.is_error)
 
-# %% ../nbs/21_mcp.ipynb #61ed0ff0
+# %% ../nbs/21_mcp.ipynb #19e49875
 DESCRIPTIONS = dict(
     search="Fast keyword (BM25) search over the indexed documents. Best for exact words, names, commands, error messages. "
            'Supports "exact phrases" and -exclusions. Example: {"query": "rsync \\"off-site\\" -tape", "limit": 5}. '
@@ -78,7 +78,7 @@ DESCRIPTIONS = dict(
               "comma-separated list of paths and docids. Files over maxBytes (default 10240) are skipped with a notice: use get for them.",
     status="Index status: document counts, collections, how many documents still need embeddings, whether vector search is available.")
 
-# %% ../nbs/21_mcp.ipynb #73d4c760
+# %% ../nbs/21_mcp.ipynb #38a46578
 def complete_path(store, # the index
                   value:str, # what the user typed so far (percent-encoded or not, `qmd://` or not)
                   limit:int=100 # most values to return (the protocol's cap is 100)
@@ -94,7 +94,7 @@ def complete_path(store, # the index
     rows = store.q(f"SELECT path FROM documents WHERE {where} ORDER BY path LIMIT ?", (*args, limit))
     return [f'{coll}/{p}' for p, in rows], total
 
-# %% ../nbs/21_mcp.ipynb #07d2b217
+# %% ../nbs/21_mcp.ipynb #946aa41c
 LOG_LEVELS = ('debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency') # RFC 5424, least severe first
 DEFAULT_LOG_LEVEL = 'warning'
 
@@ -111,7 +111,7 @@ def call_log_line(name:str, args:dict, r:ToolResult, seconds:float) -> str:
     what = 'error' if r.is_error else (f"{n} result{'' if n == 1 else 's'}" if n is not None else f"{len(r.content)} block{'' if len(r.content) == 1 else 's'}")
     return f"{name} {shown} -> {what} in {seconds * 1000:.1f} ms"
 
-# %% ../nbs/21_mcp.ipynb #aa95eaf7
+# %% ../nbs/21_mcp.ipynb #d9b702dc
 def trim_header_values(app):
     "Wrap an ASGI app so that HTTP header values reach it without surrounding blanks."
     async def trimmed(scope, receive, send):
@@ -120,7 +120,7 @@ def trim_header_values(app):
         await app(scope, receive, send)
     return trimmed
 
-# %% ../nbs/21_mcp.ipynb #df8ad61b
+# %% ../nbs/21_mcp.ipynb #85a2fe38
 @functools.cache
 def _server_class():
     "MCPServer that answers unknown prompts with -32602 and whose Streamable HTTP route trims header values (made on first use: the SDK is imported then)."
@@ -165,9 +165,10 @@ async def _log(ctx, level:str, text):
     "Send a log entry (`text`, or a function making it) to the client of this request, if it wants entries at `level`."
     if _client_wants(ctx, level): await ctx.log(level, text() if callable(text) else text, logger_name='qmd')
 
-# %% ../nbs/21_mcp.ipynb #2e1647bd
+# %% ../nbs/21_mcp.ipynb #e64a7af1
 def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0'):
     "An MCPServer exposing the QMD contract over `engine`."
+    QmdMCPServer = _server_class() # imports the SDK (quickly) before anything else of it is imported
     import anyio.to_thread
     from mcp.server.mcpserver import Context
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError
@@ -176,7 +177,7 @@ def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0'):
     from mcp_types import CallToolResult, ToolAnnotations, Completion, ResourceTemplateReference
     from pydantic import Field
     SearchOutput, StatusOutput = _models()
-    srv = _server_class()(name=name, version=version, instructions=instructions(engine))
+    srv = QmdMCPServer(name=name, version=version, instructions=instructions(engine))
     _add_logging(srv)
     ro = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
     Q = Annotated[str, Field(description="What to search for")]
