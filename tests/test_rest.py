@@ -268,3 +268,28 @@ def test_stdio_server_stops_on_sigterm_and_end_of_input(qmd, notes):
         assert p.stdout.read() == b''
         kids = subprocess.run(['pgrep', '-P', str(p.pid)], capture_output=True, text=True).stdout
         assert kids == '', how
+
+MCP_BAD = [ # (tool, arguments, words the error must contain)
+    ('search', {}, 'query'), ('search', {'query': 5}, 'query'), ('search', {'query': 'x', 'limit': 'many'}, 'limit'),
+    ('search', {'query': 'x', 'limit': -1}, 'limit'), ('search', {'query': 'x', 'limit': 10**9}, 'limit'),
+    ('search', {'query': 'x', 'minScore': 7}, 'minScore'), ('search', {'query': 'x', 'collection': 'nope'}, 'nope'),
+    ('vsearch', {'query': 'x', 'limit': 0}, 'limit'), ('query', {}, 'query'),
+    ('query', {'query': 'x', 'searches': [{'type': 'lex', 'query': 'y'}]}, 'either query or searches'),
+    ('query', {'query': 'x', 'candidateLimit': 10**6}, 'candidateLimit'), ('get', {}, 'file'),
+    ('get', {'file': '../../etc/passwd'}, 'Document not found: ../../etc/passwd'), ('get', {'file': '/etc/passwd'}, 'Document not found'),
+    ('get', {'file': 'backup.md', 'fromLine': -5}, 'fromLine'), ('multi_get', {'pattern': '../../etc/*'}, 'No documents matched'),
+    ('multi_get', {'pattern': 'x', 'maxBytes': -1}, 'maxBytes'),
+]
+
+def test_mcp_bad_input_is_refused_clearly(server, qmd):
+    before = index_state(qmd)
+    async def run(c):
+        out = [(t, a, await c.call_tool(t, a)) for t, a, _ in MCP_BAD]
+        unknown = await c.call_tool('drop_index', {})
+        return out, unknown, await c.call_tool('search', {'query': 'rsync'})
+    out, unknown, after = asyncio.run(_mcp_http(server.url, run))
+    for (tool, args, r), (_, _, words) in zip(out, MCP_BAD):
+        assert r.is_error and words in r.content[0].text, (tool, args, r.content[0].text)
+    assert unknown.is_error and 'drop_index' in unknown.content[0].text
+    assert not after.is_error and after.structured_content['results'][0]['file'] == 'notes/backup.md'
+    assert index_state(qmd) == before
