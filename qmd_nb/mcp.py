@@ -8,30 +8,51 @@ Docs: https://qmd-nb.github.io/qmd-nb/mcp.html.md"""
 __all__ = ['DESCRIPTIONS', 'LOG_LEVELS', 'DEFAULT_LOG_LEVEL', 'import_sdk', 'to_call_result', 'complete_path', 'wants_log',
            'call_log_line', 'trim_header_values', 'mk_mcp']
 
-# %% ../nbs/21_mcp.ipynb #d42ec533
-import functools, json, time, warnings
+# %% ../nbs/21_mcp.ipynb #39218b76
+import functools, json, time, types, warnings
 from typing import Annotated, Optional # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 from urllib.parse import unquote
 from .config import NotFound, UsageError
 from .tools import (Engine, ToolResult, search_tool, vsearch_tool, query_tool, get_tool, multi_get_tool, status_tool,
                           read_document, has_vectors_any, QUERY_GUIDE, instructions)
 
-# %% ../nbs/21_mcp.ipynb #3c0fe6e2
+# %% ../nbs/21_mcp.ipynb #c6cc1052
+class _LazyInit(types.ModuleType):
+    "A package whose `__init__` runs when it is first asked for a name it lacks; its submodules import without it."
+    def __getattr__(self, name):
+        spec = self.__dict__.pop('_qmd_pending', None)
+        if spec is None: raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        self.__class__ = types.ModuleType
+        spec.loader.exec_module(self) # the real __init__, run in this module's namespace
+        return getattr(self, name)
+
+def _lazy_package(name:str):
+    "Register package `name` in `sys.modules` without running its `__init__` yet."
+    import importlib.util, sys
+    spec = importlib.util.find_spec(name)
+    m = _LazyInit(name)
+    m.__spec__, m.__file__, m.__path__, m.__package__ = spec, spec.origin, list(spec.submodule_search_locations), name
+    m.__loader__, m._qmd_pending = spec.loader, spec
+    sys.modules[name] = m
+
 def import_sdk():
-    "Import the MCP SDK (`mcp.server.mcpserver`) with its pydantic models built on first use, not at import."
-    import sys
+    "Import the MCP SDK's server (`mcp.server.mcpserver`) quickly: models built on first use, no client, no collector."
+    import gc, sys
     if 'mcp.server.mcpserver' in sys.modules: return sys.modules['mcp.server.mcpserver']
     from pydantic import BaseModel
     cfg = BaseModel.model_config # inherited by every model class created while the SDK imports
-    had, old = 'defer_build' in cfg, cfg.get('defer_build')
-    cfg['defer_build'] = True
-    try: import mcp.server.mcpserver
+    had, old, collecting = 'defer_build' in cfg, cfg.get('defer_build'), gc.isenabled()
+    cfg['defer_build'] = True; gc.disable()
+    try:
+        if 'mcp' not in sys.modules: _lazy_package('mcp')
+        import mcp.server.mcpserver
     finally:
         if had: cfg['defer_build'] = old
         else: del cfg['defer_build']
+        if collecting: gc.freeze(); gc.enable()
     return mcp.server.mcpserver
 
-# %% ../nbs/21_mcp.ipynb #cd2bd170
+# %% ../nbs/21_mcp.ipynb #2f7dc785
 def _models() -> tuple:
     "Pydantic models of the structured outputs (built on first use: pydantic is imported with the SDK)."
     from pydantic import BaseModel, Field
@@ -60,7 +81,7 @@ def to_call_result(r:ToolResult):
               for b in r.content]
     return CallToolResult(content=blocks, structured_content=r.structured, is_error=r.is_error)
 
-# %% ../nbs/21_mcp.ipynb #19e49875
+# %% ../nbs/21_mcp.ipynb #e71d6681
 DESCRIPTIONS = dict(
     search="Fast keyword (BM25) search over the indexed documents. Best for exact words, names, commands, error messages. "
            'Supports "exact phrases" and -exclusions. Example: {"query": "rsync \\"off-site\\" -tape", "limit": 5}. '
@@ -78,7 +99,7 @@ DESCRIPTIONS = dict(
               "comma-separated list of paths and docids. Files over maxBytes (default 10240) are skipped with a notice: use get for them.",
     status="Index status: document counts, collections, how many documents still need embeddings, whether vector search is available.")
 
-# %% ../nbs/21_mcp.ipynb #38a46578
+# %% ../nbs/21_mcp.ipynb #c7f3d6d0
 def complete_path(store, # the index
                   value:str, # what the user typed so far (percent-encoded or not, `qmd://` or not)
                   limit:int=100 # most values to return (the protocol's cap is 100)
@@ -94,7 +115,7 @@ def complete_path(store, # the index
     rows = store.q(f"SELECT path FROM documents WHERE {where} ORDER BY path LIMIT ?", (*args, limit))
     return [f'{coll}/{p}' for p, in rows], total
 
-# %% ../nbs/21_mcp.ipynb #946aa41c
+# %% ../nbs/21_mcp.ipynb #ad4e646a
 LOG_LEVELS = ('debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency') # RFC 5424, least severe first
 DEFAULT_LOG_LEVEL = 'warning'
 
@@ -111,7 +132,7 @@ def call_log_line(name:str, args:dict, r:ToolResult, seconds:float) -> str:
     what = 'error' if r.is_error else (f"{n} result{'' if n == 1 else 's'}" if n is not None else f"{len(r.content)} block{'' if len(r.content) == 1 else 's'}")
     return f"{name} {shown} -> {what} in {seconds * 1000:.1f} ms"
 
-# %% ../nbs/21_mcp.ipynb #d9b702dc
+# %% ../nbs/21_mcp.ipynb #7ba36427
 def trim_header_values(app):
     "Wrap an ASGI app so that HTTP header values reach it without surrounding blanks."
     async def trimmed(scope, receive, send):
@@ -120,7 +141,7 @@ def trim_header_values(app):
         await app(scope, receive, send)
     return trimmed
 
-# %% ../nbs/21_mcp.ipynb #85a2fe38
+# %% ../nbs/21_mcp.ipynb #f0b497bb
 @functools.cache
 def _server_class():
     "MCPServer that answers unknown prompts with -32602 and whose Streamable HTTP route trims header values (made on first use: the SDK is imported then)."
@@ -165,7 +186,7 @@ async def _log(ctx, level:str, text):
     "Send a log entry (`text`, or a function making it) to the client of this request, if it wants entries at `level`."
     if _client_wants(ctx, level): await ctx.log(level, text() if callable(text) else text, logger_name='qmd')
 
-# %% ../nbs/21_mcp.ipynb #e64a7af1
+# %% ../nbs/21_mcp.ipynb #8418fdb7
 def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0'):
     "An MCPServer exposing the QMD contract over `engine`."
     QmdMCPServer = _server_class() # imports the SDK (quickly) before anything else of it is imported
