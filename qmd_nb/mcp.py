@@ -8,7 +8,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/mcp.html.md"""
 __all__ = ['DESCRIPTIONS', 'LOG_LEVELS', 'DEFAULT_LOG_LEVEL', 'import_sdk', 'to_call_result', 'complete_path', 'wants_log',
            'call_log_line', 'trim_header_values', 'mk_mcp']
 
-# %% ../nbs/21_mcp.ipynb #97ebb557
+# %% ../nbs/21_mcp.ipynb #8367f675
 import functools, json, time, types, warnings
 from typing import Annotated, Optional # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 from urllib.parse import unquote
@@ -16,7 +16,7 @@ from .config import NotFound, UsageError
 from .tools import (Engine, ToolResult, search_tool, vsearch_tool, query_tool, get_tool, multi_get_tool, status_tool,
                           read_document, has_vectors_any, QUERY_GUIDE, instructions)
 
-# %% ../nbs/21_mcp.ipynb #39e3738e
+# %% ../nbs/21_mcp.ipynb #767960b9
 class _LazyInit(types.ModuleType):
     "A package whose `__init__` runs when it is first asked for a name it lacks; its submodules import without it."
     def __getattr__(self, name):
@@ -52,7 +52,7 @@ def import_sdk():
         if collecting: gc.freeze(); gc.enable()
     return mcp.server.mcpserver
 
-# %% ../nbs/21_mcp.ipynb #d3f6b348
+# %% ../nbs/21_mcp.ipynb #8457c53a
 def _models() -> tuple:
     "Pydantic models of the structured outputs (built on first use: pydantic is imported with the SDK)."
     from pydantic import BaseModel, Field
@@ -81,7 +81,7 @@ def to_call_result(r:ToolResult):
               for b in r.content]
     return CallToolResult(content=blocks, structured_content=r.structured, is_error=r.is_error)
 
-# %% ../nbs/21_mcp.ipynb #8fcb389b
+# %% ../nbs/21_mcp.ipynb #5005d507
 DESCRIPTIONS = dict(
     search="Fast keyword (BM25) search over the indexed documents. Best for exact words, names, commands, error messages. "
            'Supports "exact phrases" and -exclusions. Example: {"query": "rsync \\"off-site\\" -tape", "limit": 5}. '
@@ -99,7 +99,7 @@ DESCRIPTIONS = dict(
               "comma-separated list of paths and docids. Files over maxBytes (default 10240) are skipped with a notice: use get for them.",
     status="Index status: document counts, collections, how many documents still need embeddings, whether vector search is available.")
 
-# %% ../nbs/21_mcp.ipynb #0feeab8a
+# %% ../nbs/21_mcp.ipynb #4a2ccef5
 def complete_path(store, # the index
                   value:str, # what the user typed so far (percent-encoded or not, `qmd://` or not)
                   limit:int=100 # most values to return (the protocol's cap is 100)
@@ -115,7 +115,7 @@ def complete_path(store, # the index
     rows = store.q(f"SELECT path FROM documents WHERE {where} ORDER BY path LIMIT ?", (*args, limit))
     return [f'{coll}/{p}' for p, in rows], total
 
-# %% ../nbs/21_mcp.ipynb #5c5a9af2
+# %% ../nbs/21_mcp.ipynb #8c414922
 LOG_LEVELS = ('debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency') # RFC 5424, least severe first
 DEFAULT_LOG_LEVEL = 'warning'
 
@@ -132,7 +132,7 @@ def call_log_line(name:str, args:dict, r:ToolResult, seconds:float) -> str:
     what = 'error' if r.is_error else (f"{n} result{'' if n == 1 else 's'}" if n is not None else f"{len(r.content)} block{'' if len(r.content) == 1 else 's'}")
     return f"{name} {shown} -> {what} in {seconds * 1000:.1f} ms"
 
-# %% ../nbs/21_mcp.ipynb #10b21b25
+# %% ../nbs/21_mcp.ipynb #9a6e5e4e
 def trim_header_values(app):
     "Wrap an ASGI app so that HTTP header values reach it without surrounding blanks."
     async def trimmed(scope, receive, send):
@@ -141,7 +141,7 @@ def trim_header_values(app):
         await app(scope, receive, send)
     return trimmed
 
-# %% ../nbs/21_mcp.ipynb #4496305b
+# %% ../nbs/21_mcp.ipynb #57045dff
 @functools.cache
 def _server_class():
     "MCPServer that leaves logging alone, answers unknown prompts with -32602, and whose Streamable HTTP route trims header values (made on first use: the SDK is imported then)."
@@ -196,7 +196,7 @@ async def _log(ctx, level:str, text):
     "Send a log entry (`text`, or a function making it) to the client of this request, if it wants entries at `level`."
     if _client_wants(ctx, level): await ctx.log(level, text() if callable(text) else text, logger_name='qmd')
 
-# %% ../nbs/21_mcp.ipynb #05d58840
+# %% ../nbs/21_mcp.ipynb #65718850
 def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0'):
     "An MCPServer exposing the QMD contract over `engine`."
     QmdMCPServer = _server_class() # imports the SDK (quickly) before anything else of it is imported
