@@ -4,7 +4,8 @@ Usage: python bench/bench_http.py [--home DIR] [--requests 2000] [--clients 16]
 
 On tldr-pages (indexed and embedded once into --home, default /tmp/qmd-nb-bench-http, reused on later runs) prints:
 REST /search p50, MCP `search` tool call over Streamable HTTP p50 (the SDK's client), warm hybrid /query and MCP `query`
-p50 (distinct queries, so the result cache does not answer), and N concurrent clients sending mixed search/get requests
+p50 (distinct queries, so the result cache does not answer; after the server's background warm-up of
+the reranker's sentence-window vectors, which the script waits for), and N concurrent clients sending mixed search/get requests
 (errors, p50, p99, requests/s), plus the server's peak memory.
 """
 import argparse, asyncio, json, os, random, socket, statistics, subprocess, sys, time
@@ -35,6 +36,17 @@ def start(env):
             if httpx.get(url + '/health').json().get('model_loaded'): return p, url
         except httpx.TransportError: pass
         time.sleep(0.1)
+
+def wait_warm(home:str, timeout:float=1800) -> float:
+    "Wait until the server's background warm-up has stored window vectors for every document; seconds waited."
+    import sqlite3
+    db = sqlite3.connect(next(Path(home).rglob('catalog.sqlite'))); t = time.time()
+    while time.time() - t < timeout:
+        docs = db.execute("SELECT COUNT(DISTINCT hash) FROM documents").fetchone()[0]
+        have = db.execute("SELECT COUNT(*) FROM windows").fetchone()[0] if db.execute("SELECT 1 FROM sqlite_master WHERE name='windows'").fetchone() else 0
+        if have >= docs: return time.time() - t
+        time.sleep(2)
+    raise TimeoutError("reranker warm-up did not finish")
 
 def queries():
     from known_item import sample
@@ -94,6 +106,7 @@ def main():
     try:
         qs = queries()
         files = [r['file'] for q in qs[:40] for r in httpx.post(url + '/search', json={'query': q, 'limit': 3}).json()['results']]
+        print(f"reranker warm-up (sentence windows of every document, kept in the catalog): waited {wait_warm(a.home):.0f} s", flush=True)
         out = {}
         out['rest_search'] = rest_p50(url, '/search', [{'query': q, 'limit': 10} for q in qs])
         out['mcp_http_search'] = asyncio.run(mcp_p50(url, 'search', [{'query': q, 'limit': 10} for q in qs]))
