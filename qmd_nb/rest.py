@@ -10,12 +10,11 @@ __all__ = ['LOOPBACK', 'MAX_TEXTS', 'SearchRequest', 'VSearchRequest', 'SubQuery
            'StatusResponse', 'EmbedRequest', 'EmbedResponse', 'CollectionAddRequest', 'CollectionAdded',
            'CollectionSummary', 'CollectionsResponse', 'CollectionDetail', 'CollectionRemoved', 'RenameRequest',
            'CollectionRenamed', 'Indexed', 'UpdateRequest', 'Updated', 'ContextAddRequest', 'ContextAdded',
-           'ContextItem', 'ContextsResponse', 'ContextRemoved', 'Health', 'ErrorResponse', 'rest_summary', 'doc_out',
-           'plural', 'TooLarge', 'error_json', 'validation_detail', 'allowed', 'default_hosts', 'default_origins',
-           'Guard', 'WriteQueue', 'add_search_routes', 'add_model_routes', 'add_collection_routes', 'add_index_routes',
-           'mk_app']
+           'ContextItem', 'ContextsResponse', 'ContextRemoved', 'Health', 'ErrorResponse', 'doc_out', 'plural',
+           'TooLarge', 'error_json', 'validation_detail', 'allowed', 'default_hosts', 'default_origins', 'Guard',
+           'WriteQueue', 'add_search_routes', 'add_model_routes', 'add_collection_routes', 'add_index_routes', 'mk_app']
 
-# %% ../nbs/22_rest.ipynb #7f92c96a
+# %% ../nbs/22_rest.ipynb #eaa115f3
 import asyncio, logging, sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -24,11 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from .config import QmdError, UsageError
 from .search import search, SearchResult
 from .docs import get, multi_get, status, collection_status, Skipped, Document
-from .format import status_text, doc_text, REST_TRUNC
+from .format import search_summary, status_text, doc_text, REST_TRUNC
 from . import index
 from .tools import Engine, run_vsearch, run_query, current_fingerprint
 
-# %% ../nbs/22_rest.ipynb #e3d6d042
+# %% ../nbs/22_rest.ipynb #2f205e9f
 class _Body(BaseModel): model_config = ConfigDict(extra='forbid')
 
 class SearchRequest(_Body):
@@ -78,7 +77,7 @@ class Notice(BaseModel): type: Literal['text']; text: str
 class GetResponse(BaseModel): document: DocumentOut; content: Optional[str] = None
 class MultiGetResponse(BaseModel): results: list[Union[DocumentOut, Notice]]; content: Optional[str] = None
 
-# %% ../nbs/22_rest.ipynb #c5cbdbab
+# %% ../nbs/22_rest.ipynb #0a9b192b
 class CollectionOut(BaseModel): name: str; path: str; pattern: str; documents: int; last_updated: Optional[str] = None
 class StatusResponse(BaseModel):
     total_documents: int; needs_embedding: int; has_vector_index: bool; collections: list[CollectionOut]; content: str
@@ -109,22 +108,14 @@ class ContextRemoved(BaseModel): status: Literal['removed']; path: str
 class Health(BaseModel): status: Literal['healthy', 'unhealthy']; model_loaded: bool
 class ErrorResponse(BaseModel): detail: str; status_code: int
 
-# %% ../nbs/22_rest.ipynb #f2dadd7c
-def rest_summary(results:list[SearchResult], # results of a search
-                 query:str # what was asked
-                ) -> str:
-    "`Found N results for \"q\"` and a paragraph per result, or the contract's empty message."
-    if not results: return f'No results found for "{query}"'
-    head = f'Found {len(results)} result{"" if len(results) == 1 else "s"} for "{query}"'
-    return '\n\n'.join([head] + [f'{r.docid} {round(r.score * 100)}% {r.file} - {r.title}' for r in results])
-
+# %% ../nbs/22_rest.ipynb #ce9ab909
 def doc_out(d:Document) -> dict:
     "A document as the REST API gives it."
     return dict(uri=d.uri, name=d.file, title=d.title, mimeType=d.mime_type, text=doc_text(d, trunc=REST_TRUNC))
 
 def plural(n:int, word:str) -> str: return f"{n} {word}{'' if n == 1 else 's'}"
 
-# %% ../nbs/22_rest.ipynb #07d64783
+# %% ../nbs/22_rest.ipynb #17f77a96
 class TooLarge(QmdError):
     "A request over a size limit (HTTP 413)."
     status = 413
@@ -147,7 +138,7 @@ def validation_detail(errors:list[dict] # pydantic / FastAPI validation errors
     "One line naming each bad parameter and what is wrong with it."
     return '; '.join(dict.fromkeys(_problem(e) for e in errors))
 
-# %% ../nbs/22_rest.ipynb #d975c814
+# %% ../nbs/22_rest.ipynb #07c419c9
 def allowed(value:str, # a Host or Origin header
             patterns:list[str] # exact values, or `base:*` for any port
            ) -> bool:
@@ -165,7 +156,7 @@ def default_origins() -> list[str]:
     "Origins accepted unless configured: pages served from this machine."
     return [o for n in ('127.0.0.1', 'localhost', '[::1]') for s in ('http', 'https') for o in (f'{s}://{n}', f'{s}://{n}:*')]
 
-# %% ../nbs/22_rest.ipynb #f6bcaa20
+# %% ../nbs/22_rest.ipynb #b0057352
 class Guard:
     "ASGI middleware: Host/Origin checks and a body size limit, answering errors in the contract's shape."
     def __init__(self, app, hosts:list[str]|None, origins:list[str], max_body:int):
@@ -194,23 +185,21 @@ class Guard:
         async def replay(): return msgs.pop(0) if msgs else await receive()
         await self.app(scope, replay, send)
 
-# %% ../nbs/22_rest.ipynb #013f8c81
+# %% ../nbs/22_rest.ipynb #d00c4f7e
 class WriteQueue:
     "Index-changing jobs, run one at a time on a worker thread."
-    def __init__(self): self._pool, self.pending = ThreadPoolExecutor(1, thread_name_prefix='qmd-nb-writer'), 0
+    def __init__(self): self._pool = ThreadPoolExecutor(1, thread_name_prefix='qmd-nb-writer')
 
     async def run(self, fn, *args):
         "Run `fn(*args)` after the jobs already queued; its result (or error)."
-        self.pending += 1
-        try: return await asyncio.wrap_future(self._pool.submit(fn, *args))
-        finally: self.pending -= 1
+        return await asyncio.wrap_future(self._pool.submit(fn, *args))
 
     def close(self): self._pool.shutdown(wait=True, cancel_futures=True)
 
-# %% ../nbs/22_rest.ipynb #e276ec9f
+# %% ../nbs/22_rest.ipynb #a971ee86
 _ERRORS = {c: {'model': ErrorResponse} for c in (400, 404, 413, 503)}
 
-def _results(res:list[SearchResult], q:str) -> dict: return dict(results=[r.to_dict() for r in res], content=rest_summary(res, q))
+def _results(res:list[SearchResult], q:str) -> dict: return dict(results=[r.to_dict() for r in res], content=search_summary(res, q, rest=True))
 
 def _collection(b): return b.collections if getattr(b, 'collections', None) else b.collection
 
@@ -245,7 +234,7 @@ def add_search_routes(app, engine:Engine):
         return dict(total_documents=s.total_documents, needs_embedding=s.needs_embedding, has_vector_index=s.has_vector_index,
                     collections=cols, content=status_text(s))
 
-# %% ../nbs/22_rest.ipynb #589d31d1
+# %% ../nbs/22_rest.ipynb #16157ccf
 MAX_TEXTS = 1000
 
 def add_model_routes(app, engine:Engine):
@@ -265,7 +254,7 @@ def add_model_routes(app, engine:Engine):
         from fastapi.responses import JSONResponse
         return JSONResponse(body, status_code=503)
 
-# %% ../nbs/22_rest.ipynb #2c028dbd
+# %% ../nbs/22_rest.ipynb #74f7a277
 def _count(store, name=None) -> int:
     return store.q("SELECT COUNT(*) FROM documents" + (" WHERE collection=?" if name else ''), (name,) if name else ())[0][0]
 
@@ -304,7 +293,7 @@ def add_collection_routes(app, engine:Engine, q:WriteQueue):
         await q.run(index.rename_collection, st, name, b.new_name)
         return dict(status='renamed', old_name=name, new_name=b.new_name, content=f"Renamed '{name}' to '{b.new_name}'")
 
-# %% ../nbs/22_rest.ipynb #f4d1b3f6
+# %% ../nbs/22_rest.ipynb #edf90ff0
 def _update(store, pull:bool) -> tuple[list, dict]:
     errs = index.pull_collections(store) if pull else {}
     return index.update(store, progress=False), errs
@@ -338,7 +327,7 @@ def add_index_routes(app, engine:Engine, q:WriteQueue):
         await q.run(index.remove_context, st, path)
         return dict(status='removed', path=path)
 
-# %% ../nbs/22_rest.ipynb #a7964f59
+# %% ../nbs/22_rest.ipynb #05e35a4b
 def _handlers(app):
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException
