@@ -10,9 +10,10 @@ __all__ = ['TOOLS', 'RECALL_SCHEMA', 'SECRET_PATTERNS', 'REQUIRED', 'MAX_TITLE',
            'recall_generation', 'FieldError', 'ErrorInfo', 'Answer', 'fail', 'is_placeholder', 'is_expression',
            'Secret', 'find_secrets', 'Experience', 'validate_submission', 'bm25_relevance', 'norm_query_count',
            'norm_recency', 'final_score', 'CountWriter', 'ExperienceRecord', 'Submitted', 'Page', 'Recall',
-           'submit_experience', 'check_query', 'relevance', 'query_experiences', 'timeout_seconds', 'register']
+           'submit_experience', 'check_query', 'relevance', 'query_experiences', 'timeout_seconds', 'loose_arg',
+           'register']
 
-# %% ../nbs/26_recall.ipynb #449acb85
+# %% ../nbs/26_recall.ipynb #0fc7dee8
 # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 import json, math, os, re, sqlite3, threading, time, uuid, datetime as _dt
 from collections import Counter
@@ -21,7 +22,7 @@ from .store import Store, now_iso
 from .text import Analyzer, raw_tokens
 from .keyword import lucene_idf
 
-# %% ../nbs/26_recall.ipynb #493f6e43
+# %% ../nbs/26_recall.ipynb #c08d0bdc
 TOOLS = ('query_experiences', 'submit_experience')
 
 RECALL_SCHEMA = """
@@ -43,7 +44,7 @@ def recall_generation(store:Store) -> int:
     r = store.q("SELECT value FROM kv WHERE key='recall_generation'")
     return int(r[0][0]) if r else 0
 
-# %% ../nbs/26_recall.ipynb #19a14da7
+# %% ../nbs/26_recall.ipynb #873abc79
 @dataclass
 class FieldError:
     "One problem with one submitted field."
@@ -72,7 +73,7 @@ def _drop_none(v):
 
 def fail(code:str, message:str, **kw) -> Answer: return Answer(False, None, ErrorInfo(code, message, **kw))
 
-# %% ../nbs/26_recall.ipynb #f341eb0b
+# %% ../nbs/26_recall.ipynb #edc78283
 _PLACEHOLDER = re.compile(r"""^(<.*|\*+|\[[A-Za-z_ -]*\]|\$\{.*|\$[A-Za-z_]\w*|\{\{.*|%\(?[A-Za-z_]\w*\)?s?|
     x{3,}|\.{3}|…|redacted|changeme|placeholder|your[_-]?\w*|example\w*|dummy|none|null|nil|true|false|)$""", re.I | re.X)
 
@@ -116,7 +117,7 @@ def find_secrets(text:str) -> list[Secret]:
             out.append((m.start(), Secret(kind, text.count('\n', 0, m.start()) + 1)))
     return [s for _, s in sorted(out, key=lambda p: p[0])]
 
-# %% ../nbs/26_recall.ipynb #5e4782c3
+# %% ../nbs/26_recall.ipynb #de412f09
 @dataclass
 class Experience:
     "A validated experience, ready to store."
@@ -172,7 +173,7 @@ def validate_submission(args:dict) -> Experience|Answer:
            'CONTEXT_NOT_SANITIZED': 'Context contains unsanitized secrets'}.get(code, 'Validation failed')
     return fail(code, msg, validation_errors=[e for _, e in problems])
 
-# %% ../nbs/26_recall.ipynb #c64aa380
+# %% ../nbs/26_recall.ipynb #89ea8e50
 K1, B, COSINE_MIN, RECENCY_HALF_LIFE_DAYS = 0.9, 0.4, 0.3, 90.0
 
 def bm25_relevance(q_terms:list[str], # analysed query terms
@@ -202,7 +203,7 @@ def final_score(relevance:float, query_count:float, recency:float) -> float:
     "The contract's ranking score."
     return 0.6 * relevance + 0.3 * query_count + 0.1 * recency
 
-# %% ../nbs/26_recall.ipynb #281eda39
+# %% ../nbs/26_recall.ipynb #151d357d
 class CountWriter:
     "Adds up read counts and writes them in batches from a background thread; `flush` writes what is pending now."
     def __init__(self, store:Store, engine=None, # an Engine: its `background` runs the writer, its `close` drains it
@@ -248,7 +249,7 @@ class CountWriter:
 def _daemon(fn) -> threading.Thread:
     t = threading.Thread(target=fn, daemon=True); t.start(); return t
 
-# %% ../nbs/26_recall.ipynb #71b54e28
+# %% ../nbs/26_recall.ipynb #c28e45eb
 @dataclass
 class ExperienceRecord:
     "An experience as `query_experiences` returns it."
@@ -301,7 +302,7 @@ class Recall:
             self.store.cache['recall_corpus'] = c
         return c[1:]
 
-# %% ../nbs/26_recall.ipynb #014026d7
+# %% ../nbs/26_recall.ipynb #d767b041
 def _embed_text(e) -> str: return '\n'.join(x for x in (e.title, e.problem_description, e.root_cause, e.solution) if x)
 
 def submit_experience(rc:Recall, **args) -> Answer:
@@ -320,7 +321,7 @@ def submit_experience(rc:Recall, **args) -> Answer:
     except sqlite3.Error as err: return fail('DATABASE_ERROR', f"Could not save the experience: {err}")
     return Answer(True, Submitted(eid))
 
-# %% ../nbs/26_recall.ipynb #50ee7011
+# %% ../nbs/26_recall.ipynb #c41fa594
 MAX_QUERY_CHARS = 1000
 
 def _int_in(v, lo:int, hi:int|None) -> bool:
@@ -381,7 +382,7 @@ def query_experiences(rc:Recall, keywords=None, limit=10, offset=0) -> tuple[Ans
     recs = [ExperienceRecord(i, r[1], r[2], r[4], json.loads(r[6]), r[7], r[8], round(rel[i], 4), r[3], r[5]) for i in order for r in [rows[i]]]
     return Answer(True, Page(recs, len(rows), limit, offset)), order
 
-# %% ../nbs/26_recall.ipynb #c6802d26
+# %% ../nbs/26_recall.ipynb #0d3a9872
 DESCRIPTIONS = dict(
     query_experiences="Search the team's experience records: problems others already solved, with root cause and solution. "
         "Call it first when you hit an error or a tricky problem. Give words from the error message or a short description, "
@@ -398,8 +399,8 @@ def timeout_seconds(env:dict|None=None) -> float:
     try: return float(v) if float(v) > 0 else 30.0
     except ValueError: return 30.0
 
-def _arg(kind:str, desc:str, **schema):
-    "A parameter the handler validates itself, shown to clients with its contract type."
+def loose_arg(kind:str, desc:str, **schema):
+    "A tool parameter shown to clients with its contract type (`kind`, JSON schema keywords) but passed to the handler unchecked, so the handler answers bad values with the contract's error codes."
     from pydantic import Field
     from typing import Any, Annotated
     return Annotated[Any, Field(description=desc, json_schema_extra={'type': kind, **schema})]
@@ -415,9 +416,9 @@ def register(srv, engine):
 
     @srv.tool(name='query_experiences', description=DESCRIPTIONS['query_experiences'],
               annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=False, openWorldHint=False))
-    async def query(keywords: _arg('string', 'Words from the problem or error message (required)') = None,
-                    limit: _arg('integer', 'Results per page, 1-50', minimum=1, maximum=50) = 10,
-                    offset: _arg('integer', 'Results to skip, for paging', minimum=0) = 0) -> CallToolResult:
+    async def query(keywords: loose_arg('string', 'Words from the problem or error message (required)') = None,
+                    limit: loose_arg('integer', 'Results per page, 1-50', minimum=1, maximum=50) = 10,
+                    offset: loose_arg('integer', 'Results to skip, for paging', minimum=0) = 0) -> CallToolResult:
         with anyio.move_on_after(timeout_seconds()) as scope:
             a, read = await anyio.to_thread.run_sync(lambda: query_experiences(rc, keywords, limit, offset), abandon_on_cancel=True)
         if scope.cancelled_caught: return result(fail('TIMEOUT', f'The query took longer than {timeout_seconds():g} s'))
@@ -426,12 +427,12 @@ def register(srv, engine):
 
     @srv.tool(name='submit_experience', description=DESCRIPTIONS['submit_experience'],
               annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False))
-    async def submit(title: _arg('string', 'Short summary of the problem, 1-500 characters', minLength=1, maxLength=500) = None,
-                     problem_description: _arg('string', 'What went wrong: symptoms, error messages') = None,
-                     solution: _arg('string', 'What fixed it') = None,
-                     root_cause: _arg('string', 'Why it happened (optional; omit rather than send an empty string)') = None,
-                     context: _arg('string', 'Environment, versions, code (optional; secrets replaced by placeholders)') = None,
-                     keywords: _arg('array', 'Keywords, 1-100 characters each', items={'type': 'string', 'minLength': 1, 'maxLength': 100}) = None
+    async def submit(title: loose_arg('string', 'Short summary of the problem, 1-500 characters', minLength=1, maxLength=500) = None,
+                     problem_description: loose_arg('string', 'What went wrong: symptoms, error messages') = None,
+                     solution: loose_arg('string', 'What fixed it') = None,
+                     root_cause: loose_arg('string', 'Why it happened (optional; omit rather than send an empty string)') = None,
+                     context: loose_arg('string', 'Environment, versions, code (optional; secrets replaced by placeholders)') = None,
+                     keywords: loose_arg('array', 'Keywords, 1-100 characters each', items={'type': 'string', 'minLength': 1, 'maxLength': 100}) = None
                     ) -> CallToolResult:
         args = dict(title=title, problem_description=problem_description, solution=solution, root_cause=root_cause, context=context, keywords=keywords)
         return result(await anyio.to_thread.run_sync(lambda: submit_experience(rc, **{k: v for k, v in args.items() if v is not None or k in REQUIRED})))
