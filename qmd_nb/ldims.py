@@ -9,19 +9,20 @@ __all__ = ['TOOLS', 'LOG_LEVELS', 'log', 'MESSAGES', 'FILTER_FIELDS', 'MODES', '
            'SEARCH_DESCRIPTION', 'RESOURCE_DESCRIPTION', 'FILTERS_SCHEMA', 'LdimsSettings', 'ldims_settings',
            'setup_logging', 'LdimsError', 'invalid', 'SearchRequest', 'check_search', 'document_id', 'created_at',
            'submitter', 'document_type', 'doc_metadata', 'DocumentHit', 'SearchAnswer', 'run_search',
-           'search_documents', 'Extracted', 'Processing', 'extracted_content', 'resource_read', 'register']
+           'search_documents', 'Extracted', 'Processing', 'extracted_content', 'resource_read', 'instructions',
+           'register']
 
-# %% ../nbs/27_ldims.ipynb #74536a92
+# %% ../nbs/27_ldims.ipynb #41c3129f
 # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 import json, logging, os, sqlite3, sys, time, uuid, datetime as _dt
 from dataclasses import dataclass, field, asdict
 from pathlib import PurePosixPath
-from .config import QmdError, UsageError
-from .store import Store, DocRow, doc_body, generation
+from .config import QmdError, UsageError, NotFound
+from .store import Store, DocRow, doc_body
 from .filter import parse_filter, to_epoch, AUTHOR_KEYS, CREATED_KEYS
 from .recall import timeout_seconds, loose_arg
 
-# %% ../nbs/27_ldims.ipynb #ccebee7b
+# %% ../nbs/27_ldims.ipynb #9dfc3d41
 TOOLS = ('searchDocuments',)
 LOG_LEVELS = {'DEBUG': logging.DEBUG, 'INFO': logging.INFO, 'WARN': logging.WARNING, 'WARNING': logging.WARNING, 'ERROR': logging.ERROR}
 log = logging.getLogger('qmd_nb.ldims')
@@ -53,7 +54,7 @@ def setup_logging(level:str):
         h = logging.StreamHandler(sys.stderr); h._ldims = True
         h.setFormatter(logging.Formatter('qmd-nb ldims: %(levelname)s %(message)s')); log.addHandler(h); log.propagate = False
 
-# %% ../nbs/27_ldims.ipynb #16b9651f
+# %% ../nbs/27_ldims.ipynb #f0026271
 MESSAGES = dict(
     INVALID_INPUT="Invalid input parameters provided. Please check your query, filters, and other parameters.",
     BACKEND_API_ERROR="The document search service encountered an internal error.",
@@ -75,7 +76,7 @@ class LdimsError:
 
 def invalid(field:str, issue:str) -> LdimsError: return LdimsError('INVALID_INPUT', {'field': field, 'issue': issue})
 
-# %% ../nbs/27_ldims.ipynb #e1f5dabd
+# %% ../nbs/27_ldims.ipynb #fc884edc
 FILTER_FIELDS = ('dateFrom', 'dateTo', 'documentType', 'submitter', 'searchMode')
 MODES = ('exact', 'semantic')
 MAX_QUERY_CHARS = 2000
@@ -119,14 +120,11 @@ def check_search(query, maxResults, filters, hard_limit:int) -> SearchRequest|Ld
     if not Analyzer().terms(' '.join(parse_query(query).words)): return LdimsError('QUERY_UNPROCESSABLE', {'issue': 'Query has no searchable words'})
     return SearchRequest(query.strip(), min(maxResults, hard_limit), maxResults, mode, f)
 
-# %% ../nbs/27_ldims.ipynb #175279f7
-_NS = uuid.UUID('6f0c4f2e-8d1a-5b7e-9c3d-2a4b6c8d0e1f')
-
+# %% ../nbs/27_ldims.ipynb #1dcf10ba
 def document_id(collection:str, path:str) -> str:
     "The stable id of the document at `collection/path` (the ingest module's `doc_uuid`)."
-    try: from qmd_nb.ingest import doc_uuid
-    except ImportError: return str(uuid.uuid5(_NS, f'{collection}/{path}')) # until qmd_nb.ingest lands
-    return str(doc_uuid(collection, path))
+    from qmd_nb.ingest import doc_uuid # imported on first use, as the other heavy parts
+    return doc_uuid(collection, path)
 
 def _iso(t:float) -> str:
     return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec='seconds').replace('+00:00', 'Z')
@@ -157,7 +155,7 @@ def document_type(d:DocRow) -> str:
 def doc_metadata(d:DocRow) -> dict:
     return {'createdAt': created_at(d), 'submitter': submitter(d), 'documentType': document_type(d)}
 
-# %% ../nbs/27_ldims.ipynb #be9c5c51
+# %% ../nbs/27_ldims.ipynb #cd4e2da9
 COUNT_CAP = 1000
 
 @dataclass
@@ -216,7 +214,7 @@ def search_documents(engine, query=None, maxResults=5, filters=None, settings:Ld
     if req.requested > req.limit: meta['maxResultsCapped'] = {'requested': req.requested, 'limit': req.limit}
     return SearchAnswer(hits, total, meta)
 
-# %% ../nbs/27_ldims.ipynb #999923ad
+# %% ../nbs/27_ldims.ipynb #9458a2ac
 @dataclass
 class Extracted:
     "A document's extracted text and the contract's metadata."
@@ -230,13 +228,6 @@ class Processing:
     status: str = 'processing'
     message: str = 'Content extraction is in progress. Please try again later.'
 
-def _ids(store:Store, sql:str, key) -> dict:
-    "document id -> row of a catalog query, cached per catalog generation."
-    k, gen = ('ldims_ids', sql), generation(store)
-    c = store.cache.get(k)
-    if c is None or c[0] != gen: c = store.cache[k] = (gen, {document_id(*key(r)): r for r in store.q(sql)})
-    return c[1]
-
 def _unindexed(store:Store, doc_id:str) -> str|None:
     "`collection/path` of a collection file not in the index yet whose id is `doc_id`."
     from qmd_nb.index import discover
@@ -248,11 +239,11 @@ def _unindexed(store:Store, doc_id:str) -> str|None:
 def extracted_content(engine, doc_id:str # a `document_id` from searchDocuments
                      ) -> Extracted|Processing|LdimsError:
     "The extracted text of a document, or its state when there is none."
-    from qmd_nb.store import _DOC_COLS, _row
+    from qmd_nb.ingest import find_by_uuid # cached per catalog generation
     st = engine.store
-    docs = _ids(st, f"SELECT {_DOC_COLS} FROM documents", lambda r: (r[1], r[2]))
-    if (r := docs.get(doc_id)) is not None:
-        d = _row(r)
+    try: d = find_by_uuid(st, doc_id)
+    except (NotFound, UsageError): d = None # a malformed id names no document either
+    if d is not None:
         try: text = doc_body(st, d.hash)[0]
         except QmdError as e: return LdimsError('CONTENT_UNAVAILABLE_OR_FAILED', {'file': d.file, 'reason': str(e)})
         fmt = d.meta.get('file_type') or PurePosixPath(d.path).suffix.lstrip('.').lower() or 'txt'
@@ -262,7 +253,7 @@ def extracted_content(engine, doc_id:str # a `document_id` from searchDocuments
     if _unindexed(st, doc_id): return Processing()
     return LdimsError('RESOURCE_NOT_FOUND', {'documentId': doc_id})
 
-# %% ../nbs/27_ldims.ipynb #d51d6212
+# %% ../nbs/27_ldims.ipynb #00fad8e5
 SEARCH_DESCRIPTION = """This tool helps you find relevant documents in the LDIMS system based on natural language queries.
 Use this tool when you need to:
 - Find documents matching specific topics or content
@@ -313,6 +304,12 @@ def _template_class():
             text, mime, meta = await anyio.to_thread.run_sync(lambda: self.fn(**params))
             return FunctionResource(uri=uri, name=self.name, title=self.title, description=self.description, mime_type=mime, meta=meta, fn=lambda: text)
     return MetaTemplate
+
+def instructions(engine) -> str:
+    "What this profile tells a client at connection time."
+    n = engine.store.q("SELECT count(*) FROM documents")[0][0]
+    return (f"LDIMS document search over {n} documents. Find documents with searchDocuments, then read one with the resource "
+            "ldims://docs/{documentId}/extracted_content.")
 
 def register(srv, engine):
     "Add `searchDocuments` and `ldims://docs/{document_id}/extracted_content` over `engine` to the MCP server `srv`."

@@ -11,9 +11,9 @@ __all__ = ['TOOLS', 'RECALL_SCHEMA', 'SECRET_PATTERNS', 'REQUIRED', 'MAX_TITLE',
            'Secret', 'find_secrets', 'Experience', 'validate_submission', 'bm25_relevance', 'norm_query_count',
            'norm_recency', 'final_score', 'CountWriter', 'ExperienceRecord', 'Submitted', 'Page', 'Recall',
            'submit_experience', 'check_query', 'relevance', 'query_experiences', 'timeout_seconds', 'loose_arg',
-           'register']
+           'instructions', 'register']
 
-# %% ../nbs/26_recall.ipynb #0fc7dee8
+# %% ../nbs/26_recall.ipynb #05da9579
 # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 import json, math, os, re, sqlite3, threading, time, uuid, datetime as _dt
 from collections import Counter
@@ -22,7 +22,7 @@ from .store import Store, now_iso
 from .text import Analyzer, raw_tokens
 from .keyword import lucene_idf
 
-# %% ../nbs/26_recall.ipynb #c08d0bdc
+# %% ../nbs/26_recall.ipynb #3cfa5202
 TOOLS = ('query_experiences', 'submit_experience')
 
 RECALL_SCHEMA = """
@@ -44,7 +44,7 @@ def recall_generation(store:Store) -> int:
     r = store.q("SELECT value FROM kv WHERE key='recall_generation'")
     return int(r[0][0]) if r else 0
 
-# %% ../nbs/26_recall.ipynb #873abc79
+# %% ../nbs/26_recall.ipynb #00cf8079
 @dataclass
 class FieldError:
     "One problem with one submitted field."
@@ -73,7 +73,7 @@ def _drop_none(v):
 
 def fail(code:str, message:str, **kw) -> Answer: return Answer(False, None, ErrorInfo(code, message, **kw))
 
-# %% ../nbs/26_recall.ipynb #edc78283
+# %% ../nbs/26_recall.ipynb #17259b83
 _PLACEHOLDER = re.compile(r"""^(<.*|\*+|\[[A-Za-z_ -]*\]|\$\{.*|\$[A-Za-z_]\w*|\{\{.*|%\(?[A-Za-z_]\w*\)?s?|
     x{3,}|\.{3}|…|redacted|changeme|placeholder|your[_-]?\w*|example\w*|dummy|none|null|nil|true|false|)$""", re.I | re.X)
 
@@ -117,7 +117,7 @@ def find_secrets(text:str) -> list[Secret]:
             out.append((m.start(), Secret(kind, text.count('\n', 0, m.start()) + 1)))
     return [s for _, s in sorted(out, key=lambda p: p[0])]
 
-# %% ../nbs/26_recall.ipynb #de412f09
+# %% ../nbs/26_recall.ipynb #f65e33d4
 @dataclass
 class Experience:
     "A validated experience, ready to store."
@@ -173,7 +173,7 @@ def validate_submission(args:dict) -> Experience|Answer:
            'CONTEXT_NOT_SANITIZED': 'Context contains unsanitized secrets'}.get(code, 'Validation failed')
     return fail(code, msg, validation_errors=[e for _, e in problems])
 
-# %% ../nbs/26_recall.ipynb #89ea8e50
+# %% ../nbs/26_recall.ipynb #bef7b763
 K1, B, COSINE_MIN, RECENCY_HALF_LIFE_DAYS = 0.9, 0.4, 0.3, 90.0
 
 def bm25_relevance(q_terms:list[str], # analysed query terms
@@ -203,7 +203,7 @@ def final_score(relevance:float, query_count:float, recency:float) -> float:
     "The contract's ranking score."
     return 0.6 * relevance + 0.3 * query_count + 0.1 * recency
 
-# %% ../nbs/26_recall.ipynb #151d357d
+# %% ../nbs/26_recall.ipynb #14a7f39f
 class CountWriter:
     "Adds up read counts and writes them in batches from a background thread; `flush` writes what is pending now."
     def __init__(self, store:Store, engine=None, # an Engine: its `background` runs the writer, its `close` drains it
@@ -249,7 +249,7 @@ class CountWriter:
 def _daemon(fn) -> threading.Thread:
     t = threading.Thread(target=fn, daemon=True); t.start(); return t
 
-# %% ../nbs/26_recall.ipynb #c28e45eb
+# %% ../nbs/26_recall.ipynb #66c41a16
 @dataclass
 class ExperienceRecord:
     "An experience as `query_experiences` returns it."
@@ -302,7 +302,7 @@ class Recall:
             self.store.cache['recall_corpus'] = c
         return c[1:]
 
-# %% ../nbs/26_recall.ipynb #d767b041
+# %% ../nbs/26_recall.ipynb #60cf54cc
 def _embed_text(e) -> str: return '\n'.join(x for x in (e.title, e.problem_description, e.root_cause, e.solution) if x)
 
 def submit_experience(rc:Recall, **args) -> Answer:
@@ -321,7 +321,7 @@ def submit_experience(rc:Recall, **args) -> Answer:
     except sqlite3.Error as err: return fail('DATABASE_ERROR', f"Could not save the experience: {err}")
     return Answer(True, Submitted(eid))
 
-# %% ../nbs/26_recall.ipynb #c41fa594
+# %% ../nbs/26_recall.ipynb #9cf07faa
 MAX_QUERY_CHARS = 1000
 
 def _int_in(v, lo:int, hi:int|None) -> bool:
@@ -382,7 +382,7 @@ def query_experiences(rc:Recall, keywords=None, limit=10, offset=0) -> tuple[Ans
     recs = [ExperienceRecord(i, r[1], r[2], r[4], json.loads(r[6]), r[7], r[8], round(rel[i], 4), r[3], r[5]) for i in order for r in [rows[i]]]
     return Answer(True, Page(recs, len(rows), limit, offset)), order
 
-# %% ../nbs/26_recall.ipynb #0d3a9872
+# %% ../nbs/26_recall.ipynb #ff1a424c
 DESCRIPTIONS = dict(
     query_experiences="Search the team's experience records: problems others already solved, with root cause and solution. "
         "Call it first when you hit an error or a tricky problem. Give words from the error message or a short description, "
@@ -404,6 +404,12 @@ def loose_arg(kind:str, desc:str, **schema):
     from pydantic import Field
     from typing import Any, Annotated
     return Annotated[Any, Field(description=desc, json_schema_extra={'type': kind, **schema})]
+
+def instructions(engine) -> str:
+    "What this profile tells a client at connection time."
+    n = ensure_schema(engine.store).q("SELECT count(*) FROM experiences")[0][0]
+    return (f"Recall: {n} experience records (problems solved before, with root cause and solution). Call query_experiences "
+            "when you meet an error or a tricky problem; after solving something new, record it with submit_experience.")
 
 def register(srv, engine):
     "Add `query_experiences` and `submit_experience` over `engine`'s store to the MCP server `srv`."
@@ -439,4 +445,5 @@ def register(srv, engine):
     # the schema lists what an agent must send; the handler still answers MISSING_REQUIRED_FIELDS when it does not
     srv._tool_manager.get_tool('submit_experience').parameters['required'] = list(REQUIRED)
     srv._tool_manager.get_tool('query_experiences').parameters['required'] = ['keywords']
+    srv._qmd_recall = rc # for tests and notebooks: the store behind the tools
     return rc
