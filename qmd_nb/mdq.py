@@ -7,9 +7,10 @@ Docs: https://qmd-nb.github.io/qmd-nb/mdq.html.md"""
 # %% auto #0
 __all__ = ['FILTER_KEYS', 'TOOLS', 'Source', 'SourcesError', 'derive_name', 'split_spec', 'add_source', 'list_sources',
            'remove_source', 'check_sources', 'page_id', 'iso_time', 'PageMeta', 'page_meta', 'Page', 'read_page',
-           'SearchItem', 'SearchOutput', 'plain_snippet', 'mdq_filter', 'search', 'tool_descriptions', 'register']
+           'SearchItem', 'SearchOutput', 'plain_snippet', 'mdq_filter', 'search', 'tool_descriptions', 'instructions',
+           'register']
 
-# %% ../nbs/25_mdq.ipynb #26a32b29
+# %% ../nbs/25_mdq.ipynb #90cd8fb2
 import json, os, re, datetime as _dt
 from dataclasses import dataclass, field, asdict
 from pathlib import Path, PurePosixPath
@@ -18,7 +19,7 @@ from .config import QmdError, UsageError, NotFound, check_name
 from .store import Store, DocRow, doc_body, generation, _row, _DOC_COLS
 from .index import add_collection, remove_collection
 
-# %% ../nbs/25_mdq.ipynb #ef34389e
+# %% ../nbs/25_mdq.ipynb #10af9c62
 @dataclass
 class Source:
     "A folder searched by the mdq tools."
@@ -49,7 +50,7 @@ def split_spec(spec:str) -> tuple[Optional[str], str]:
     if sep and rest and re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9_.-]{1,63}', name) and not Path(spec).expanduser().exists(): return name, rest
     return None, spec
 
-# %% ../nbs/25_mdq.ipynb #6e925ab7
+# %% ../nbs/25_mdq.ipynb #c42bc964
 def _count(store:Store, name:str) -> int: return store.q("SELECT count(*) FROM documents WHERE collection=?", (name,))[0][0]
 
 def add_source(store:Store, path:str, # a folder, or `name:folder`
@@ -91,7 +92,7 @@ def check_sources(store:Store):
     gone = [f"{c.name} ({c.path})" for c in cols if not Path(c.path).is_dir()]
     if gone: raise SourcesError("Some registered source paths no longer exist: " + ', '.join(gone))
 
-# %% ../nbs/25_mdq.ipynb #2693a539
+# %% ../nbs/25_mdq.ipynb #838c08ce
 def page_id(path:str) -> str:
     "The mdq id of a page: its path without extension, each run of other characters than letters, digits, `_` a `-`."
     return re.sub(r'[^A-Za-z0-9_]+', '-', str(PurePosixPath(path).with_suffix(''))).strip('-') or 'page'
@@ -128,7 +129,7 @@ def page_meta(d:DocRow) -> PageMeta:
     author = ', '.join(map(str, a)) if isinstance(a, list) else (None if a is None else str(a))
     return PageMeta(list(dict.fromkeys(map(str, labels))), author, iso_time(_first(m, CREATED_KEYS) or d.mtime), iso_time(_first(m, UPDATED_KEYS) or d.mtime))
 
-# %% ../nbs/25_mdq.ipynb #97a5926b
+# %% ../nbs/25_mdq.ipynb #dc709724
 @dataclass
 class Page:
     "A page as `read_page` returns it."
@@ -202,7 +203,7 @@ def read_page(store:Store, path:Optional[str]=None, # path relative to its sourc
     d = docs[0]
     return Page(page_id(d.path), d.title, d.path, d.collection, doc_body(store, d.hash)[0], page_meta(d))
 
-# %% ../nbs/25_mdq.ipynb #64837bd9
+# %% ../nbs/25_mdq.ipynb #40ba8347
 FILTER_KEYS = ('labels', 'author', 'created_after', 'created_before', 'updated_after', 'updated_before',
                'created_within', 'updated_within', 'stale', 'sort')
 
@@ -232,7 +233,7 @@ def plain_snippet(snippet:str, # `N: text` lines, as search results quote them
     t = re.sub(r'\s+', ' ', t).strip()
     return t if len(t) <= n else t[:n - 3].rsplit(' ', 1)[0].rstrip(' ,;:') + '...'
 
-# %% ../nbs/25_mdq.ipynb #55f6156d
+# %% ../nbs/25_mdq.ipynb #24bae778
 def _check_limit(limit):
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100: raise UsageError(f"limit must be an integer from 1 to 100 (got {limit!r})")
     return limit
@@ -268,7 +269,7 @@ def search(engine, query:str, # words to look for
              for r in res if (d := rows[(r.collection, r.path)])]
     return SearchOutput(items, max(total, len(items)), query)
 
-# %% ../nbs/25_mdq.ipynb #33f14612
+# %% ../nbs/25_mdq.ipynb #1253d5e4
 TOOLS = ('search', 'read_page')
 
 def tool_descriptions(store:Store) -> dict:
@@ -283,6 +284,11 @@ def tool_descriptions(store:Store) -> dict:
         read_page='Read the full content and metadata of one page: by id from search results ({"id": "docs-api-auth"}), or by '
                   'path relative to its source ({"path": "docs/api/auth.md", "source": "wiki"}; source is needed only when '
                   f"several sources have that path).\nSources:\n{srcs}")
+
+def instructions(engine) -> str:
+    "What the server tells the agent at connection time: the sources and what each holds."
+    srcs = '; '.join(f"{s.name} ({s.documents} pages): {s.description or 'no description'}" for s in list_sources(engine.store)) or 'none yet'
+    return f"mdq: search markdown pages with search, then read one in full with read_page. Sources: {srcs}."
 
 def _json_result(obj):
     from mcp_types import CallToolResult, TextContent
