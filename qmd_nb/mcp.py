@@ -9,7 +9,7 @@ __all__ = ['DESCRIPTIONS', 'FILTER_HELP', 'LOG_LEVELS', 'DEFAULT_LOG_LEVEL', 'PR
            'to_call_result', 'complete_path', 'wants_log', 'call_log_line', 'trim_header_values', 'profile_module',
            'profile_tools', 'check_profiles', 'mk_mcp']
 
-# %% ../nbs/21_mcp.ipynb #61d41d4b
+# %% ../nbs/21_mcp.ipynb #120ba11a
 import functools, json, time, types, warnings
 from typing import Annotated, Optional # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 from urllib.parse import unquote
@@ -17,7 +17,7 @@ from .config import NotFound, UsageError
 from .tools import (Engine, ToolResult, search_tool, vsearch_tool, query_tool, get_tool, multi_get_tool, status_tool,
                           read_document, has_vectors_any, QUERY_GUIDE, instructions)
 
-# %% ../nbs/21_mcp.ipynb #40786dd6
+# %% ../nbs/21_mcp.ipynb #159f8876
 class _LazyInit(types.ModuleType):
     "A package whose `__init__` runs when it is first asked for a name it lacks; its submodules import without it."
     def __getattr__(self, name):
@@ -53,7 +53,7 @@ def import_sdk():
         if collecting: gc.freeze(); gc.enable()
     return mcp.server.mcpserver
 
-# %% ../nbs/21_mcp.ipynb #2ac4ccdb
+# %% ../nbs/21_mcp.ipynb #92476b98
 def _models() -> tuple:
     "Pydantic models of the structured outputs (built on first use: pydantic is imported with the SDK)."
     from pydantic import BaseModel, Field
@@ -65,6 +65,7 @@ def _models() -> tuple:
         context: Optional[str] = Field(None, description="What kind of content this file holds, from the index's contexts")
         snippet: str = Field(description="The best-matching lines, each as `N: text` with its line number")
         line: int = Field(0, description="Line of the best match: use `get` with file `path:LINE`")
+        page: Optional[int] = Field(None, description="Page of the best match, for documents with pages (PDF)")
     class SearchOutput(BaseModel):
         results: list[SearchResultItem]
     class CollectionInfo(BaseModel):
@@ -82,7 +83,7 @@ def to_call_result(r:ToolResult):
               for b in r.content]
     return CallToolResult(content=blocks, structured_content=r.structured, is_error=r.is_error)
 
-# %% ../nbs/21_mcp.ipynb #ed315156
+# %% ../nbs/21_mcp.ipynb #97e7231f
 DESCRIPTIONS = dict(
     search="Fast keyword (BM25) search over the indexed documents. Best for exact words, names, commands, error messages. "
            'Supports "exact phrases" and -exclusions. Example: {"query": "rsync \\"off-site\\" -tape", "limit": 5}. '
@@ -100,14 +101,14 @@ DESCRIPTIONS = dict(
               "comma-separated list of paths and docids. Files over maxBytes (default 10240) are skipped with a notice: use get for them.",
     status="Index status: document counts, collections, how many documents still need embeddings, whether vector search is available.")
 
-# %% ../nbs/21_mcp.ipynb #b9fce40d
+# %% ../nbs/21_mcp.ipynb #6a7a1a91
 FILTER_HELP = ("Optional metadata filter, applied before the top results are cut. Keys: labels (list, any of), author, type "
                "(e.g. pdf, md, or a declared type), created_after/created_before/updated_after/updated_before (YYYY-MM-DD), "
                "created_within/updated_within (e.g. 30d, 2w, 3m, 1y), stale (not updated within a duration), "
                "sort (created_at, -created_at, updated_at, -updated_at), metadata (object: equality on any metadata key). "
                'Example: {"labels": ["security"], "updated_within": "90d"}')
 
-# %% ../nbs/21_mcp.ipynb #35499c83
+# %% ../nbs/21_mcp.ipynb #06c9eec7
 def complete_path(store, # the index
                   value:str, # what the user typed so far (percent-encoded or not, `qmd://` or not)
                   limit:int=100 # most values to return (the protocol's cap is 100)
@@ -123,7 +124,7 @@ def complete_path(store, # the index
     rows = store.q(f"SELECT path FROM documents WHERE {where} ORDER BY path LIMIT ?", (*args, limit))
     return [f'{coll}/{p}' for p, in rows], total
 
-# %% ../nbs/21_mcp.ipynb #49530cee
+# %% ../nbs/21_mcp.ipynb #893eb5bd
 LOG_LEVELS = ('debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency') # RFC 5424, least severe first
 DEFAULT_LOG_LEVEL = 'warning'
 
@@ -140,7 +141,7 @@ def call_log_line(name:str, args:dict, r:ToolResult, seconds:float) -> str:
     what = 'error' if r.is_error else (f"{n} result{'' if n == 1 else 's'}" if n is not None else f"{len(r.content)} block{'' if len(r.content) == 1 else 's'}")
     return f"{name} {shown} -> {what} in {seconds * 1000:.1f} ms"
 
-# %% ../nbs/21_mcp.ipynb #d98cddfd
+# %% ../nbs/21_mcp.ipynb #ff6067ef
 def trim_header_values(app):
     "Wrap an ASGI app so that HTTP header values reach it without surrounding blanks."
     async def trimmed(scope, receive, send):
@@ -149,7 +150,7 @@ def trim_header_values(app):
         await app(scope, receive, send)
     return trimmed
 
-# %% ../nbs/21_mcp.ipynb #d15f0d12
+# %% ../nbs/21_mcp.ipynb #abd3bfdd
 @functools.cache
 def _server_class():
     "MCPServer that leaves logging alone, answers unknown prompts with -32602, and whose Streamable HTTP route trims header values (made on first use: the SDK is imported then)."
@@ -204,7 +205,7 @@ async def _log(ctx, level:str, text):
     "Send a log entry (`text`, or a function making it) to the client of this request, if it wants entries at `level`."
     if _client_wants(ctx, level): await ctx.log(level, text() if callable(text) else text, logger_name='qmd')
 
-# %% ../nbs/21_mcp.ipynb #693acaae
+# %% ../nbs/21_mcp.ipynb #5e1923e1
 PROFILES = ('qmd', 'vectordb', 'mdq', 'recall', 'ldims')
 QMD_TOOLS = ('search', 'vsearch', 'query', 'get', 'multi_get', 'status')
 
@@ -233,7 +234,7 @@ def check_profiles(tools # profile names: a list, or one comma-separated string
             owner[t] = n
     return names
 
-# %% ../nbs/21_mcp.ipynb #619e68e8
+# %% ../nbs/21_mcp.ipynb #e7f6d1d0
 def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0',
            tools=('qmd',) # tool profiles to expose (see `PROFILES`)
           ):

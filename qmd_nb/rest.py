@@ -15,7 +15,7 @@ __all__ = ['LOOPBACK', 'MAX_TEXTS', 'FilterSpec', 'SearchRequest', 'VSearchReque
            'default_hosts', 'default_origins', 'Guard', 'WriteQueue', 'add_search_routes', 'add_model_routes',
            'add_collection_routes', 'add_index_routes', 'mk_app']
 
-# %% ../nbs/22_rest.ipynb #ce80bf93
+# %% ../nbs/22_rest.ipynb #3efc582f
 import asyncio, logging, sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -28,7 +28,7 @@ from .format import search_summary, status_text, doc_text, REST_TRUNC
 from . import index
 from .tools import Engine, run_vsearch, run_query, current_fingerprint
 
-# %% ../nbs/22_rest.ipynb #4e34c1ed
+# %% ../nbs/22_rest.ipynb #5b19ad5e
 class _Body(BaseModel): model_config = ConfigDict(extra='forbid')
 
 class FilterSpec(_Body):
@@ -76,6 +76,7 @@ class QueryRequest(SearchRequest):
 class ResultItem(BaseModel):
     docid: str; file: str; title: str; score: float; context: Optional[str]; snippet: str
     line: int = Field(0, description="Line of the best match: `get` with file `path:LINE` reads from there")
+    page: Optional[int] = Field(None, exclude_if=lambda v: v is None, description="Page of the best match, for documents with pages (PDF)")
     explain: Optional[dict] = Field(None, exclude_if=lambda v: v is None, description="query with explain=true: where the score came from")
 
 class SearchResponse(BaseModel):
@@ -97,7 +98,7 @@ class Notice(BaseModel): type: Literal['text']; text: str
 class GetResponse(BaseModel): document: DocumentOut; content: Optional[str] = None
 class MultiGetResponse(BaseModel): results: list[Union[DocumentOut, Notice]]; content: Optional[str] = None
 
-# %% ../nbs/22_rest.ipynb #b1a612f0
+# %% ../nbs/22_rest.ipynb #f2fe3f06
 class CollectionOut(BaseModel): name: str; path: str; pattern: str; documents: int; last_updated: Optional[str] = None
 class StatusResponse(BaseModel):
     total_documents: int; needs_embedding: int; has_vector_index: bool; collections: list[CollectionOut]; content: str
@@ -128,14 +129,14 @@ class ContextRemoved(BaseModel): status: Literal['removed']; path: str
 class Health(BaseModel): status: Literal['healthy', 'unhealthy']; model_loaded: bool
 class ErrorResponse(BaseModel): detail: str; status_code: int
 
-# %% ../nbs/22_rest.ipynb #0d0e5564
+# %% ../nbs/22_rest.ipynb #3fbc3c2b
 def doc_out(d:Document) -> dict:
     "A document as the REST API gives it."
     return dict(uri=d.uri, name=d.file, title=d.title, mimeType=d.mime_type, text=doc_text(d, trunc=REST_TRUNC))
 
 def plural(n:int, word:str) -> str: return f"{n} {word}{'' if n == 1 else 's'}"
 
-# %% ../nbs/22_rest.ipynb #833120b8
+# %% ../nbs/22_rest.ipynb #d5500628
 class TooLarge(QmdError):
     "A request over a size limit (HTTP 413)."
     status = 413
@@ -158,7 +159,7 @@ def validation_detail(errors:list[dict] # pydantic / FastAPI validation errors
     "One line naming each bad parameter and what is wrong with it."
     return '; '.join(dict.fromkeys(_problem(e) for e in errors))
 
-# %% ../nbs/22_rest.ipynb #91937179
+# %% ../nbs/22_rest.ipynb #ac03eb90
 def allowed(value:str, # a Host or Origin header
             patterns:list[str] # exact values, or `base:*` for any port
            ) -> bool:
@@ -176,7 +177,7 @@ def default_origins() -> list[str]:
     "Origins accepted unless configured: pages served from this machine."
     return [o for n in ('127.0.0.1', 'localhost', '[::1]') for s in ('http', 'https') for o in (f'{s}://{n}', f'{s}://{n}:*')]
 
-# %% ../nbs/22_rest.ipynb #2f5b7c32
+# %% ../nbs/22_rest.ipynb #7739edb6
 class Guard:
     "ASGI middleware: Host/Origin checks and a body size limit, answering errors in the contract's shape."
     def __init__(self, app, hosts:list[str]|None, origins:list[str], max_body:int):
@@ -205,7 +206,7 @@ class Guard:
         async def replay(): return msgs.pop(0) if msgs else await receive()
         await self.app(scope, replay, send)
 
-# %% ../nbs/22_rest.ipynb #7be21579
+# %% ../nbs/22_rest.ipynb #7f2e7578
 class WriteQueue:
     "Index-changing jobs, run one at a time on a worker thread."
     def __init__(self): self._pool = ThreadPoolExecutor(1, thread_name_prefix='qmd-nb-writer')
@@ -216,7 +217,7 @@ class WriteQueue:
 
     def close(self): self._pool.shutdown(wait=True, cancel_futures=True)
 
-# %% ../nbs/22_rest.ipynb #502a98c8
+# %% ../nbs/22_rest.ipynb #bb791ee0
 _ERRORS = {c: {'model': ErrorResponse} for c in (400, 404, 413, 503)}
 
 def _results(res:list[SearchResult], q:str) -> dict: return dict(results=[r.to_dict() for r in res], content=search_summary(res, q, rest=True))
@@ -254,7 +255,7 @@ def add_search_routes(app, engine:Engine):
         return dict(total_documents=s.total_documents, needs_embedding=s.needs_embedding, has_vector_index=s.has_vector_index,
                     collections=cols, content=status_text(s))
 
-# %% ../nbs/22_rest.ipynb #5336ad11
+# %% ../nbs/22_rest.ipynb #c1561e12
 MAX_TEXTS = 1000
 
 def add_model_routes(app, engine:Engine):
@@ -274,7 +275,7 @@ def add_model_routes(app, engine:Engine):
         from fastapi.responses import JSONResponse
         return JSONResponse(body, status_code=503)
 
-# %% ../nbs/22_rest.ipynb #6d0241fe
+# %% ../nbs/22_rest.ipynb #1b8f9fe4
 def _count(store, name=None) -> int:
     return store.q("SELECT COUNT(*) FROM documents" + (" WHERE collection=?" if name else ''), (name,) if name else ())[0][0]
 
@@ -313,7 +314,7 @@ def add_collection_routes(app, engine:Engine, q:WriteQueue):
         await q.run(index.rename_collection, st, name, b.new_name)
         return dict(status='renamed', old_name=name, new_name=b.new_name, content=f"Renamed '{name}' to '{b.new_name}'")
 
-# %% ../nbs/22_rest.ipynb #6eb04769
+# %% ../nbs/22_rest.ipynb #eac25476
 def _update(store, pull:bool) -> tuple[list, dict]:
     errs = index.pull_collections(store) if pull else {}
     return index.update(store, progress=False), errs
@@ -347,7 +348,7 @@ def add_index_routes(app, engine:Engine, q:WriteQueue):
         await q.run(index.remove_context, st, path)
         return dict(status='removed', path=path)
 
-# %% ../nbs/22_rest.ipynb #fc104ede
+# %% ../nbs/22_rest.ipynb #d0535dfa
 def _handlers(app):
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException
