@@ -115,7 +115,7 @@ def test_status(qmd, notes):
     qmd('collection', 'add', notes, '--name', 'notes')
     out = qmd('status').stdout
     assert 'Documents: 8' in out and 'Needs embedding: 8' in out and 'notes: ' in out
-    assert 'Problems (1):\n  notes/bad.md: not UTF-8' in out
+    assert 'Failed (1): not indexed, the rest of each run went on\n  notes/bad.md: not UTF-8' in out
     js = qmd.json('status', '--json')
     assert js['total_documents'] == 8 and js['collections'][0]['documents'] == 8 and js['index_bytes'] > 0
     assert js['collections'][0]['last_updated'].endswith('Z')
