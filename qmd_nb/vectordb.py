@@ -11,15 +11,15 @@ __all__ = ['FILTER_FIELDS', 'TOOLS', 'DESCRIPTIONS', 'error', 'contract', 'doc_u
            'Libraries', 'DocText', 'Deleted', 'list_documents', 'list_libraries', 'get_document', 'delete_document',
            'register']
 
-# %% ../nbs/24_vectordb.ipynb #66fc0521
+# %% ../nbs/24_vectordb.ipynb #7105f266
 import datetime as _dt, functools, json
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Optional
 from .config import QmdError, UsageError, NotFound, check_name
 from .store import Store, DocRow, docs_by_ids, doc_bodies, doc_body, generation, _row, _DOC_COLS
 
-# %% ../nbs/24_vectordb.ipynb #a9b06411
+# %% ../nbs/24_vectordb.ipynb #f1bb82e5
 def error(msg:str) -> dict:
     "The contract's error answer."
     return {'status': 'error', 'error': msg}
@@ -43,7 +43,7 @@ def _str(name, v, optional=False):
     if not isinstance(v, str) or not v.strip(): raise UsageError(f"{name} must be a non-empty string (got {v!r})")
     return v.strip()
 
-# %% ../nbs/24_vectordb.ipynb #126d1bf1
+# %% ../nbs/24_vectordb.ipynb #ceaf90c9
 def doc_uuid(collection:str, path:str) -> str:
     "The document's UUID (`qmd_nb.ingest.doc_uuid`; imported on first use, as the MCP server starts without it)."
     from qmd_nb.ingest import doc_uuid as f
@@ -75,7 +75,7 @@ def find_uuid(store:Store, doc_id) -> DocRow:
     from qmd_nb.ingest import find_by_uuid
     return find_by_uuid(store, _str('doc_id', doc_id))
 
-# %% ../nbs/24_vectordb.ipynb #bcdb77fb
+# %% ../nbs/24_vectordb.ipynb #e3cbb797
 def doc_chunks(engine, d:DocRow, text:Optional[str]=None, start:int=0) -> list:
     "The chunks of a document, as its vectors cut it (or would)."
     if text is None: text, start = doc_body(engine.store, d.hash)
@@ -96,7 +96,7 @@ def chunk_count(engine, d:DocRow) -> int:
     from qmd_nb.ingest import chunk_count as count
     return count(engine.store, *doc_body(engine.store, d.hash), d.title, d.hash)
 
-# %% ../nbs/24_vectordb.ipynb #640be5fe
+# %% ../nbs/24_vectordb.ipynb #71445bad
 @dataclass
 class Ingested:
     "The contract's answer to `ingest_file` and `ingest_url`."
@@ -129,7 +129,7 @@ def ingest_url(engine, url:str, # http:// or https://
     if not url.lower().startswith(('http://', 'https://')): raise UsageError(f"url must start with http:// or https:// (got {url!r})")
     return _ingest(engine, url, library, metadata)
 
-# %% ../nbs/24_vectordb.ipynb #c17c9ba9
+# %% ../nbs/24_vectordb.ipynb #174a43af
 FILTER_FIELDS = ('doc_id', 'source', 'title', 'library', 'file_type', 'last_modified', 'created_at', 'content_hash', 'page', 'chunk_index')
 
 @dataclass
@@ -183,7 +183,7 @@ def best_chunk(hit, chunks:list, meta:dict, pats, conds:dict):
         if on: return on[0]
     return max(ok, key=lambda c: (len(set(pats.findall(fold(c.text)))) if pats else 0, -c.seq))
 
-# %% ../nbs/24_vectordb.ipynb #36b9f9bb
+# %% ../nbs/24_vectordb.ipynb #67c9e17a
 def _candidates(engine, query:str, top_k:int, names, allowed:Optional[set], deep:bool) -> list:
     "Ranked hits: hybrid (keyword alone without vectors), within `allowed`, topped up by keyword search inside it."
     import numpy as np
@@ -233,7 +233,7 @@ def search(engine, query:str, top_k:int=5, # results, 1 to 100
             if len(out) == top_k: return SearchAnswer(out)
     return SearchAnswer(out)
 
-# %% ../nbs/24_vectordb.ipynb #071dba54
+# %% ../nbs/24_vectordb.ipynb #e23bf076
 @dataclass
 class DocInfo:
     "A document as `list_documents` lists it."
@@ -309,7 +309,7 @@ def list_libraries(engine) -> Libraries:
 def get_document(engine, doc_id:str) -> DocText:
     "The whole text of a document."
     d = find_uuid(engine.store, doc_id)
-    f, (text, start) = doc_fields(engine.store, d), doc_body(engine.store, d.hash)
+    f, text = doc_fields(engine.store, d), doc_body(engine.store, d.hash)[0]
     return DocText(f['doc_id'], f['source'], d.title, d.collection, text, chunk_count(engine, d), f['metadata'])
 
 @contract
@@ -318,7 +318,7 @@ def delete_document(engine, doc_id:str) -> Deleted:
     from qmd_nb.ingest import delete_document as delete
     return Deleted('deleted', str(doc_id).strip().lower(), delete(engine.store, _str('doc_id', doc_id)))
 
-# %% ../nbs/24_vectordb.ipynb #88bef7c7
+# %% ../nbs/24_vectordb.ipynb #4068ed5b
 TOOLS = ('ingest_file', 'ingest_url', 'search', 'list_documents', 'list_libraries', 'delete_document', 'get_document')
 
 DESCRIPTIONS = dict(

@@ -1,6 +1,5 @@
 "The mdq profile over stdio: `qmd-nb mcp --tools mdq` as a subprocess, driven by the official SDK's client."
 import asyncio, json
-import pytest
 from conftest import QMD_BIN, write_tree
 
 PAGES = {
