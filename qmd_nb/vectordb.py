@@ -11,7 +11,7 @@ __all__ = ['FILTER_FIELDS', 'TOOLS', 'DESCRIPTIONS', 'error', 'contract', 'doc_u
            'Libraries', 'DocText', 'Deleted', 'list_documents', 'list_libraries', 'get_document', 'delete_document',
            'register']
 
-# %% ../nbs/24_vectordb.ipynb #7105f266
+# %% ../nbs/24_vectordb.ipynb #56d1002f
 import datetime as _dt, functools, json
 from dataclasses import dataclass, asdict
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import Optional
 from .config import QmdError, UsageError, NotFound, check_name
 from .store import Store, DocRow, docs_by_ids, doc_bodies, doc_body, generation, _row, _DOC_COLS
 
-# %% ../nbs/24_vectordb.ipynb #f1bb82e5
+# %% ../nbs/24_vectordb.ipynb #fd7cb55a
 def error(msg:str) -> dict:
     "The contract's error answer."
     return {'status': 'error', 'error': msg}
@@ -43,7 +43,7 @@ def _str(name, v, optional=False):
     if not isinstance(v, str) or not v.strip(): raise UsageError(f"{name} must be a non-empty string (got {v!r})")
     return v.strip()
 
-# %% ../nbs/24_vectordb.ipynb #ceaf90c9
+# %% ../nbs/24_vectordb.ipynb #f19c5fe5
 def doc_uuid(collection:str, path:str) -> str:
     "The document's UUID (`qmd_nb.ingest.doc_uuid`; imported on first use, as the MCP server starts without it)."
     from qmd_nb.ingest import doc_uuid as f
@@ -75,7 +75,7 @@ def find_uuid(store:Store, doc_id) -> DocRow:
     from qmd_nb.ingest import find_by_uuid
     return find_by_uuid(store, _str('doc_id', doc_id))
 
-# %% ../nbs/24_vectordb.ipynb #e3cbb797
+# %% ../nbs/24_vectordb.ipynb #188ee33b
 def doc_chunks(engine, d:DocRow, text:Optional[str]=None, start:int=0) -> list:
     "The chunks of a document, as its vectors cut it (or would)."
     if text is None: text, start = doc_body(engine.store, d.hash)
@@ -96,7 +96,7 @@ def chunk_count(engine, d:DocRow) -> int:
     from qmd_nb.ingest import chunk_count as count
     return count(engine.store, *doc_body(engine.store, d.hash), d.title, d.hash)
 
-# %% ../nbs/24_vectordb.ipynb #71445bad
+# %% ../nbs/24_vectordb.ipynb #2d109f60
 @dataclass
 class Ingested:
     "The contract's answer to `ingest_file` and `ingest_url`."
@@ -129,7 +129,7 @@ def ingest_url(engine, url:str, # http:// or https://
     if not url.lower().startswith(('http://', 'https://')): raise UsageError(f"url must start with http:// or https:// (got {url!r})")
     return _ingest(engine, url, library, metadata)
 
-# %% ../nbs/24_vectordb.ipynb #174a43af
+# %% ../nbs/24_vectordb.ipynb #75e823b5
 FILTER_FIELDS = ('doc_id', 'source', 'title', 'library', 'file_type', 'last_modified', 'created_at', 'content_hash', 'page', 'chunk_index')
 
 @dataclass
@@ -183,24 +183,16 @@ def best_chunk(hit, chunks:list, meta:dict, pats, conds:dict):
         if on: return on[0]
     return max(ok, key=lambda c: (len(set(pats.findall(fold(c.text)))) if pats else 0, -c.seq))
 
-# %% ../nbs/24_vectordb.ipynb #67c9e17a
+# %% ../nbs/24_vectordb.ipynb #88ee17ad
 def _candidates(engine, query:str, top_k:int, names, allowed:Optional[set], deep:bool) -> list:
-    "Ranked hits: hybrid (keyword alone without vectors), within `allowed`, topped up by keyword search inside it."
-    import numpy as np
+    "Ranked hits: hybrid (keyword alone without vectors), restricted to `allowed` before every list's cut."
     from qmd_nb.hybrid import hybrid_hits
-    from qmd_nb.search import keyword_hits, MAX_LIMIT
+    from qmd_nb.search import MAX_LIMIT
+    from qmd_nb.filter import Filter
     from qmd_nb.tools import has_vectors_any
     st = engine.store
     emb = engine.embedder if has_vectors_any(st) else None
-    hits = hybrid_hits(st, emb, query, MAX_LIMIT if deep or allowed is not None else top_k, names)
-    if allowed is None: return hits
-    hits = [h for h in hits if h.doc_id in allowed]
-    if len(hits) < top_k and allowed:
-        from qmd_nb.keyword import keyword_index
-        ki, seen = keyword_index(st), {h.doc_id for h in hits}
-        more = keyword_hits(st, query, MAX_LIMIT if deep else top_k + len(seen), names, doc_mask=np.isin(ki.doc_ids, list(allowed)))
-        hits += [h for h in more if h.doc_id not in seen]
-    return hits
+    return hybrid_hits(st, emb, query, MAX_LIMIT if deep else top_k, names, filter=None if allowed is None else Filter(ids=frozenset(allowed)))
 
 @contract
 def search(engine, query:str, top_k:int=5, # results, 1 to 100
@@ -233,7 +225,7 @@ def search(engine, query:str, top_k:int=5, # results, 1 to 100
             if len(out) == top_k: return SearchAnswer(out)
     return SearchAnswer(out)
 
-# %% ../nbs/24_vectordb.ipynb #e23bf076
+# %% ../nbs/24_vectordb.ipynb #3f9e8e8c
 @dataclass
 class DocInfo:
     "A document as `list_documents` lists it."
@@ -318,7 +310,7 @@ def delete_document(engine, doc_id:str) -> Deleted:
     from qmd_nb.ingest import delete_document as delete
     return Deleted('deleted', str(doc_id).strip().lower(), delete(engine.store, _str('doc_id', doc_id)))
 
-# %% ../nbs/24_vectordb.ipynb #4068ed5b
+# %% ../nbs/24_vectordb.ipynb #b2e3353c
 TOOLS = ('ingest_file', 'ingest_url', 'search', 'list_documents', 'list_libraries', 'delete_document', 'get_document')
 
 DESCRIPTIONS = dict(
