@@ -1,7 +1,8 @@
 """Write README.md from nbs/index.ipynb without Quarto (which cannot be installed everywhere).
 
 Markdown cells are copied; code cells become ```python blocks, their saved outputs ``` blocks; `#|` directive
-lines and hidden cells are dropped. `--check` fails when README.md is not what index.ipynb gives.
+lines and hidden cells are dropped. A widget output (which only lives in Jupyter or on the docs site) becomes a line
+saying so instead of its text form. `--check` fails when README.md is not what index.ipynb gives.
 Where Quarto exists, `nbdev-readme` renders the same notebook.
 """
 import json, sys
@@ -16,13 +17,15 @@ def cell_md(c) -> str:
     lines = src.split('\n')
     if any(l.strip() in ('#| hide', '#|hide') for l in lines): return ''
     code = '\n'.join(l for l in lines if not l.startswith('#|')).strip()
-    out = []
+    out, widget = [], False
     for o in c.get('outputs', []):
-        if o.get('output_type') == 'stream': out.append(''.join(o['text']))
+        if 'application/vnd.jupyter.widget-view+json' in o.get('data', {}): widget = True
+        elif o.get('output_type') == 'stream': out.append(''.join(o['text']))
         elif 'text/markdown' in o.get('data', {}): out.append(''.join(o['data']['text/markdown']))
         elif 'text/plain' in o.get('data', {}): out.append(''.join(o['data']['text/plain']))
     text = f'```python\n{code}\n```' if code else ''
     if out: text += '\n\n```\n' + ''.join(out).rstrip('\n') + '\n```'
+    if widget: text += '\n\n*(an interactive widget: it shows when the notebook runs in Jupyter, and on the documentation site)*'
     return text
 
 def render(nb_path: Path) -> str:

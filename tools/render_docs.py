@@ -14,6 +14,7 @@ works offline, for reading and for the docs test (tests/test_docs_site.py):
 
     python tools/render_docs.py                      # saved outputs only, into build/docs
     python tools/render_docs.py --execute index.ipynb tutorials/ranking.ipynb --out build/docs
+    python tools/render_docs.py --sidebar            # nbs/sidebar.yml from the notebooks (--check-sidebar checks)
 
 Nothing is written into nbs/.
 """
@@ -46,6 +47,29 @@ def skip_cell(src:str, flags:set[str]) -> bool:
     d = directives(src)
     return bool(flags & set(d)) or d.get('eval', '').lower() == 'false'
 
+SECTIONS = [ # (section, first and last notebook number); tutorials/ come first
+    ('Documents and indexing', 0, 5), ('Search and ranking', 6, 19), ('Serving agents', 20, 29),
+    ('In notebooks', 30, 89), ('Command line', 90, 99)]
+
+def notebooks() -> list[str]:
+    "Every notebook of the site, relative to nbs/ (folders and files starting with `_` or `.` are not pages)."
+    return sorted(str(p.relative_to(NBS)) for p in NBS.rglob('*.ipynb')
+                  if not any(part.startswith(('_', '.')) for part in p.relative_to(NBS).parts))
+
+def sidebar_yml() -> str:
+    "nbs/sidebar.yml for Quarto: the tutorial first, then the tutorials, then the modules by number range."
+    import yaml
+    nbs, contents = notebooks(), ['index.ipynb']
+    tut = [p for p in nbs if p.startswith('tutorials/')]
+    if tut: contents.append({'section': 'Tutorials', 'contents': tut})
+    for name, lo, hi in SECTIONS:
+        part = [p for p in nbs if '/' not in p and (m := re.match(r'(\d+)', p)) and lo <= int(m.group(1)) <= hi]
+        if part: contents.append({'section': name, 'contents': part})
+    rest = [p for p in nbs if p not in contents and not any(isinstance(c, dict) and p in c['contents'] for c in contents)]
+    if rest: contents.append({'section': 'More', 'contents': rest})
+    head = '# Written by `python tools/render_docs.py --sidebar` from the notebooks in nbs/: run it after adding one.\n'
+    return head + yaml.safe_dump({'website': {'sidebar': {'contents': contents}}}, sort_keys=False)
+
 def page_order() -> list[str]:
     "Notebook paths relative to nbs/, in the order of nbs/sidebar.yml, then any others sorted (index first)."
     import yaml
@@ -58,8 +82,7 @@ def page_order() -> list[str]:
                 walk(it.get('contents'))
     sb = NBS/'sidebar.yml'
     if sb.exists(): walk(yaml.safe_load(sb.read_text())['website']['sidebar']['contents'])
-    found = sorted(str(p.relative_to(NBS)) for p in NBS.rglob('*.ipynb')
-                   if not any(part.startswith(('_', '.')) for part in p.relative_to(NBS).parts))
+    found = notebooks()
     found.sort(key=lambda p: (p != 'index.ipynb', p))
     return [p for p in listed if p in found] + [p for p in found if p not in listed]
 
@@ -172,5 +195,13 @@ if __name__ == '__main__':
     ap.add_argument('--out', default=str(ROOT/'build'/'docs'), help='output folder (default build/docs)')
     ap.add_argument('--execute', nargs='*', default=[], help='notebooks (relative to nbs/) to run before rendering')
     ap.add_argument('--only', nargs='*', help='render only these notebooks (relative to nbs/)')
+    ap.add_argument('--sidebar', action='store_true', help='write nbs/sidebar.yml (every notebook) and stop')
+    ap.add_argument('--check-sidebar', action='store_true', help='fail when nbs/sidebar.yml misses a notebook')
     a = ap.parse_args()
+    if a.sidebar: (NBS/'sidebar.yml').write_text(sidebar_yml()); sys.exit()
+    if a.check_sidebar:
+        sb = NBS/'sidebar.yml'
+        if not sb.exists() or sb.read_text() != sidebar_yml():
+            sys.exit("nbs/sidebar.yml does not list the notebooks in nbs/: run `python tools/render_docs.py --sidebar`")
+        sys.exit()
     for p in render(Path(a.out), a.execute, a.only): print(p)
