@@ -13,8 +13,9 @@ if [ -n "$(git status --porcelain -- nbs qmd_nb)" ]; then
   echo "FAIL: notebooks are not clean or qmd_nb/ differs from what the notebooks export" >&2
   exit 1
 fi
-echo "== README.md is nbs/index.ipynb"
+echo "== README.md is nbs/index.ipynb; nbs/sidebar.yml lists every notebook"
 $B/python tools/readme.py --check
+$B/python tools/render_docs.py --check-sidebar
 echo "== nbdev-test"
 $B/nbdev-test
 echo "== pytest"
