@@ -10,16 +10,17 @@ __all__ = ['FILTER_KEYS', 'TOOLS', 'Source', 'SourcesError', 'derive_name', 'spl
            'SearchItem', 'SearchOutput', 'plain_snippet', 'mdq_filter', 'search', 'tool_descriptions', 'instructions',
            'register']
 
-# %% ../nbs/25_mdq.ipynb #90cd8fb2
-import json, os, re, datetime as _dt
+# %% ../nbs/25_mdq.ipynb #828962d6
+import json, os, re
 from dataclasses import dataclass, field, asdict
 from pathlib import Path, PurePosixPath
 from typing import Optional
 from .config import QmdError, UsageError, NotFound, check_name
+from .convert import utc_iso
 from .store import Store, DocRow, doc_body, generation, _row, _DOC_COLS
 from .index import add_collection, remove_collection
 
-# %% ../nbs/25_mdq.ipynb #10af9c62
+# %% ../nbs/25_mdq.ipynb #de61434c
 @dataclass
 class Source:
     "A folder searched by the mdq tools."
@@ -50,7 +51,7 @@ def split_spec(spec:str) -> tuple[Optional[str], str]:
     if sep and rest and re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9_.-]{1,63}', name) and not Path(spec).expanduser().exists(): return name, rest
     return None, spec
 
-# %% ../nbs/25_mdq.ipynb #c42bc964
+# %% ../nbs/25_mdq.ipynb #4d648334
 def _count(store:Store, name:str) -> int: return store.q("SELECT count(*) FROM documents WHERE collection=?", (name,))[0][0]
 
 def add_source(store:Store, path:str, # a folder, or `name:folder`
@@ -92,20 +93,14 @@ def check_sources(store:Store):
     gone = [f"{c.name} ({c.path})" for c in cols if not Path(c.path).is_dir()]
     if gone: raise SourcesError("Some registered source paths no longer exist: " + ', '.join(gone))
 
-# %% ../nbs/25_mdq.ipynb #838c08ce
+# %% ../nbs/25_mdq.ipynb #aaa4b86c
 def page_id(path:str) -> str:
     "The mdq id of a page: its path without extension, each run of other characters than letters, digits, `_` a `-`."
     return re.sub(r'[^A-Za-z0-9_]+', '-', str(PurePosixPath(path).with_suffix(''))).strip('-') or 'page'
 
 def iso_time(v) -> Optional[str]:
-    "A date or time from metadata (or a POSIX timestamp) as ISO 8601 UTC with `Z`; text that is no date as it is."
-    if v is None or v == '': return None
-    if isinstance(v, (int, float)): t = _dt.datetime.fromtimestamp(v, _dt.timezone.utc)
-    else:
-        try: t = _dt.datetime.fromisoformat(str(v).strip().replace('Z', '+00:00'))
-        except ValueError: return str(v)
-    if t.tzinfo is None: t = t.replace(tzinfo=_dt.timezone.utc)
-    return t.astimezone(_dt.timezone.utc).isoformat(timespec='seconds').replace('+00:00', 'Z')
+    "A date or time from metadata (or a POSIX timestamp) as ISO 8601 UTC with `Z`, as the PRD shows them; text that is no date as it is."
+    return utc_iso(v, z=True)
 
 def _first(meta:dict, keys):
     return next((meta[k] for k in keys if meta.get(k) not in (None, '', [])), None)
@@ -129,7 +124,7 @@ def page_meta(d:DocRow) -> PageMeta:
     author = ', '.join(map(str, a)) if isinstance(a, list) else (None if a is None else str(a))
     return PageMeta(list(dict.fromkeys(map(str, labels))), author, iso_time(_first(m, CREATED_KEYS) or d.mtime), iso_time(_first(m, UPDATED_KEYS) or d.mtime))
 
-# %% ../nbs/25_mdq.ipynb #dc709724
+# %% ../nbs/25_mdq.ipynb #41c1ba68
 @dataclass
 class Page:
     "A page as `read_page` returns it."
@@ -203,7 +198,7 @@ def read_page(store:Store, path:Optional[str]=None, # path relative to its sourc
     d = docs[0]
     return Page(page_id(d.path), d.title, d.path, d.collection, doc_body(store, d.hash)[0], page_meta(d))
 
-# %% ../nbs/25_mdq.ipynb #40ba8347
+# %% ../nbs/25_mdq.ipynb #417bc2b3
 FILTER_KEYS = ('labels', 'author', 'created_after', 'created_before', 'updated_after', 'updated_before',
                'created_within', 'updated_within', 'stale', 'sort')
 
@@ -233,7 +228,7 @@ def plain_snippet(snippet:str, # `N: text` lines, as search results quote them
     t = re.sub(r'\s+', ' ', t).strip()
     return t if len(t) <= n else t[:n - 3].rsplit(' ', 1)[0].rstrip(' ,;:') + '...'
 
-# %% ../nbs/25_mdq.ipynb #24bae778
+# %% ../nbs/25_mdq.ipynb #621467b0
 def _check_limit(limit):
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100: raise UsageError(f"limit must be an integer from 1 to 100 (got {limit!r})")
     return limit
@@ -269,7 +264,7 @@ def search(engine, query:str, # words to look for
              for r in res if (d := rows[(r.collection, r.path)])]
     return SearchOutput(items, max(total, len(items)), query)
 
-# %% ../nbs/25_mdq.ipynb #1253d5e4
+# %% ../nbs/25_mdq.ipynb #c485d978
 TOOLS = ('search', 'read_page')
 
 def tool_descriptions(store:Store) -> dict:

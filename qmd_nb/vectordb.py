@@ -11,15 +11,16 @@ __all__ = ['FILTER_FIELDS', 'TOOLS', 'DESCRIPTIONS', 'error', 'contract', 'doc_u
            'Libraries', 'DocText', 'Deleted', 'list_documents', 'list_libraries', 'get_document', 'delete_document',
            'register']
 
-# %% ../nbs/24_vectordb.ipynb #56d1002f
-import datetime as _dt, functools, json
+# %% ../nbs/24_vectordb.ipynb #593d58d7
+import functools, json
 from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Optional
 from .config import QmdError, UsageError, NotFound, check_name
+from .convert import utc_iso
 from .store import Store, DocRow, docs_by_ids, doc_bodies, doc_body, generation, _row, _DOC_COLS
 
-# %% ../nbs/24_vectordb.ipynb #fd7cb55a
+# %% ../nbs/24_vectordb.ipynb #1b6c1ef2
 def error(msg:str) -> dict:
     "The contract's error answer."
     return {'status': 'error', 'error': msg}
@@ -43,20 +44,15 @@ def _str(name, v, optional=False):
     if not isinstance(v, str) or not v.strip(): raise UsageError(f"{name} must be a non-empty string (got {v!r})")
     return v.strip()
 
-# %% ../nbs/24_vectordb.ipynb #f19c5fe5
+# %% ../nbs/24_vectordb.ipynb #a0d9c75d
 def doc_uuid(collection:str, path:str) -> str:
     "The document's UUID (`qmd_nb.ingest.doc_uuid`; imported on first use, as the MCP server starts without it)."
     from qmd_nb.ingest import doc_uuid as f
     return f(collection, path)
 
 def iso(v) -> Optional[str]:
-    "A date, time or POSIX timestamp as ISO 8601 with `+00:00` (text that is no date as it is)."
-    if v is None or v == '': return None
-    if isinstance(v, (int, float)): t = _dt.datetime.fromtimestamp(v, _dt.timezone.utc)
-    else:
-        try: t = _dt.datetime.fromisoformat(str(v).strip().replace('Z', '+00:00'))
-        except ValueError: return str(v)
-    return (t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)).astimezone(_dt.timezone.utc).isoformat(timespec='seconds')
+    "A date, time or POSIX timestamp as ISO 8601 with `+00:00`, as the contract shows them (text that is no date as it is)."
+    return utc_iso(v)
 
 def doc_source(store:Store, d:DocRow) -> str:
     c = store.config.collections.get(d.collection)
@@ -75,7 +71,7 @@ def find_uuid(store:Store, doc_id) -> DocRow:
     from qmd_nb.ingest import find_by_uuid
     return find_by_uuid(store, _str('doc_id', doc_id))
 
-# %% ../nbs/24_vectordb.ipynb #188ee33b
+# %% ../nbs/24_vectordb.ipynb #814b9944
 def doc_chunks(engine, d:DocRow, text:Optional[str]=None, start:int=0) -> list:
     "The chunks of a document, as its vectors cut it (or would)."
     if text is None: text, start = doc_body(engine.store, d.hash)
@@ -96,7 +92,7 @@ def chunk_count(engine, d:DocRow) -> int:
     from qmd_nb.ingest import chunk_count as count
     return count(engine.store, *doc_body(engine.store, d.hash), d.title, d.hash)
 
-# %% ../nbs/24_vectordb.ipynb #2d109f60
+# %% ../nbs/24_vectordb.ipynb #fbfe2904
 @dataclass
 class Ingested:
     "The contract's answer to `ingest_file` and `ingest_url`."
@@ -129,7 +125,7 @@ def ingest_url(engine, url:str, # http:// or https://
     if not url.lower().startswith(('http://', 'https://')): raise UsageError(f"url must start with http:// or https:// (got {url!r})")
     return _ingest(engine, url, library, metadata)
 
-# %% ../nbs/24_vectordb.ipynb #75e823b5
+# %% ../nbs/24_vectordb.ipynb #87aaad17
 FILTER_FIELDS = ('doc_id', 'source', 'title', 'library', 'file_type', 'last_modified', 'created_at', 'content_hash', 'page', 'chunk_index')
 
 @dataclass
@@ -183,7 +179,7 @@ def best_chunk(hit, chunks:list, meta:dict, pats, conds:dict):
         if on: return on[0]
     return max(ok, key=lambda c: (len(set(pats.findall(fold(c.text)))) if pats else 0, -c.seq))
 
-# %% ../nbs/24_vectordb.ipynb #88ee17ad
+# %% ../nbs/24_vectordb.ipynb #67cf1615
 def _candidates(engine, query:str, top_k:int, names, allowed:Optional[set], deep:bool) -> list:
     "Ranked hits: hybrid (keyword alone without vectors), restricted to `allowed` before every list's cut."
     from qmd_nb.hybrid import hybrid_hits
@@ -225,7 +221,7 @@ def search(engine, query:str, top_k:int=5, # results, 1 to 100
             if len(out) == top_k: return SearchAnswer(out)
     return SearchAnswer(out)
 
-# %% ../nbs/24_vectordb.ipynb #3f9e8e8c
+# %% ../nbs/24_vectordb.ipynb #1801027b
 @dataclass
 class DocInfo:
     "A document as `list_documents` lists it."
@@ -310,7 +306,7 @@ def delete_document(engine, doc_id:str) -> Deleted:
     from qmd_nb.ingest import delete_document as delete
     return Deleted('deleted', str(doc_id).strip().lower(), delete(engine.store, _str('doc_id', doc_id)))
 
-# %% ../nbs/24_vectordb.ipynb #b2e3353c
+# %% ../nbs/24_vectordb.ipynb #9ab8365b
 TOOLS = ('ingest_file', 'ingest_url', 'search', 'list_documents', 'list_libraries', 'delete_document', 'get_document')
 
 DESCRIPTIONS = dict(
