@@ -12,17 +12,17 @@ __all__ = ['TOOLS', 'LOG_LEVELS', 'log', 'MESSAGES', 'FILTER_FIELDS', 'MODES', '
            'search_documents', 'Extracted', 'Processing', 'extracted_content', 'resource_read', 'instructions',
            'register']
 
-# %% ../nbs/27_ldims.ipynb #41c3129f
+# %% ../nbs/27_ldims.ipynb #3bd62747
 # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
-import json, logging, os, sqlite3, sys, time, uuid, datetime as _dt
-from dataclasses import dataclass, field, asdict
+import json, logging, os, sqlite3, sys, time, datetime as _dt
+from dataclasses import dataclass, asdict
 from pathlib import PurePosixPath
 from .config import QmdError, UsageError, NotFound
 from .store import Store, DocRow, doc_body
-from .filter import parse_filter, to_epoch, AUTHOR_KEYS, CREATED_KEYS
+from .filter import to_epoch, AUTHOR_KEYS, CREATED_KEYS
 from .recall import timeout_seconds, loose_arg
 
-# %% ../nbs/27_ldims.ipynb #9dfc3d41
+# %% ../nbs/27_ldims.ipynb #80c62cb7
 TOOLS = ('searchDocuments',)
 LOG_LEVELS = {'DEBUG': logging.DEBUG, 'INFO': logging.INFO, 'WARN': logging.WARNING, 'WARNING': logging.WARNING, 'ERROR': logging.ERROR}
 log = logging.getLogger('qmd_nb.ldims')
@@ -54,7 +54,7 @@ def setup_logging(level:str):
         h = logging.StreamHandler(sys.stderr); h._ldims = True
         h.setFormatter(logging.Formatter('qmd-nb ldims: %(levelname)s %(message)s')); log.addHandler(h); log.propagate = False
 
-# %% ../nbs/27_ldims.ipynb #f0026271
+# %% ../nbs/27_ldims.ipynb #8ac9d59a
 MESSAGES = dict(
     INVALID_INPUT="Invalid input parameters provided. Please check your query, filters, and other parameters.",
     BACKEND_API_ERROR="The document search service encountered an internal error.",
@@ -76,7 +76,7 @@ class LdimsError:
 
 def invalid(field:str, issue:str) -> LdimsError: return LdimsError('INVALID_INPUT', {'field': field, 'issue': issue})
 
-# %% ../nbs/27_ldims.ipynb #fc884edc
+# %% ../nbs/27_ldims.ipynb #78fe5b0c
 FILTER_FIELDS = ('dateFrom', 'dateTo', 'documentType', 'submitter', 'searchMode')
 MODES = ('exact', 'semantic')
 MAX_QUERY_CHARS = 2000
@@ -120,7 +120,7 @@ def check_search(query, maxResults, filters, hard_limit:int) -> SearchRequest|Ld
     if not Analyzer().terms(' '.join(parse_query(query).words)): return LdimsError('QUERY_UNPROCESSABLE', {'issue': 'Query has no searchable words'})
     return SearchRequest(query.strip(), min(maxResults, hard_limit), maxResults, mode, f)
 
-# %% ../nbs/27_ldims.ipynb #1dcf10ba
+# %% ../nbs/27_ldims.ipynb #358f9f6e
 def document_id(collection:str, path:str) -> str:
     "The stable id of the document at `collection/path` (the ingest module's `doc_uuid`)."
     from qmd_nb.ingest import doc_uuid # imported on first use, as the other heavy parts
@@ -155,7 +155,7 @@ def document_type(d:DocRow) -> str:
 def doc_metadata(d:DocRow) -> dict:
     return {'createdAt': created_at(d), 'submitter': submitter(d), 'documentType': document_type(d)}
 
-# %% ../nbs/27_ldims.ipynb #cd4e2da9
+# %% ../nbs/27_ldims.ipynb #91413c3d
 COUNT_CAP = 1000
 
 @dataclass
@@ -214,7 +214,7 @@ def search_documents(engine, query=None, maxResults=5, filters=None, settings:Ld
     if req.requested > req.limit: meta['maxResultsCapped'] = {'requested': req.requested, 'limit': req.limit}
     return SearchAnswer(hits, total, meta)
 
-# %% ../nbs/27_ldims.ipynb #9458a2ac
+# %% ../nbs/27_ldims.ipynb #acc45ea2
 @dataclass
 class Extracted:
     "A document's extracted text and the contract's metadata."
@@ -253,7 +253,7 @@ def extracted_content(engine, doc_id:str # a `document_id` from searchDocuments
     if _unindexed(st, doc_id): return Processing()
     return LdimsError('RESOURCE_NOT_FOUND', {'documentId': doc_id})
 
-# %% ../nbs/27_ldims.ipynb #00fad8e5
+# %% ../nbs/27_ldims.ipynb #06ba27c2
 SEARCH_DESCRIPTION = """This tool helps you find relevant documents in the LDIMS system based on natural language queries.
 Use this tool when you need to:
 - Find documents matching specific topics or content

@@ -12,9 +12,9 @@ __all__ = ['TOOLS', 'RECALL_SCHEMA', 'REQUIRED', 'MAX_TITLE', 'MAX_KEYWORD', 'MA
            'Recall', 'submit_experience', 'check_query', 'relevance', 'query_experiences', 'timeout_seconds',
            'loose_arg', 'instructions', 'register']
 
-# %% ../nbs/26_recall.ipynb #aed6bb4a
+# %% ../nbs/26_recall.ipynb #3ea0d16b
 # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
-import json, math, os, re, sqlite3, threading, time, uuid, datetime as _dt
+import json, math, os, sqlite3, threading, time, uuid, datetime as _dt
 from collections import Counter
 from dataclasses import dataclass, field, asdict
 from .store import Store, now_iso
@@ -22,7 +22,7 @@ from .text import Analyzer, raw_tokens
 from .keyword import lucene_idf
 from .sanitize import find_secrets
 
-# %% ../nbs/26_recall.ipynb #afe12d2a
+# %% ../nbs/26_recall.ipynb #7cd09eb7
 TOOLS = ('query_experiences', 'submit_experience')
 
 RECALL_SCHEMA = """
@@ -44,7 +44,7 @@ def recall_generation(store:Store) -> int:
     r = store.q("SELECT value FROM kv WHERE key='recall_generation'")
     return int(r[0][0]) if r else 0
 
-# %% ../nbs/26_recall.ipynb #98649482
+# %% ../nbs/26_recall.ipynb #887b3256
 @dataclass
 class FieldError:
     "One problem with one submitted field."
@@ -73,7 +73,7 @@ def _drop_none(v):
 
 def fail(code:str, message:str, **kw) -> Answer: return Answer(False, None, ErrorInfo(code, message, **kw))
 
-# %% ../nbs/26_recall.ipynb #008714a6
+# %% ../nbs/26_recall.ipynb #03ff35a2
 @dataclass
 class Experience:
     "A validated experience, ready to store."
@@ -129,7 +129,7 @@ def validate_submission(args:dict) -> Experience|Answer:
            'CONTEXT_NOT_SANITIZED': 'Context contains unsanitized secrets'}.get(code, 'Validation failed')
     return fail(code, msg, validation_errors=[e for _, e in problems])
 
-# %% ../nbs/26_recall.ipynb #b766b827
+# %% ../nbs/26_recall.ipynb #cae32515
 K1, B, COSINE_MIN, RECENCY_HALF_LIFE_DAYS = 0.9, 0.4, 0.3, 90.0
 
 def bm25_relevance(q_terms:list[str], # analysed query terms
@@ -159,7 +159,7 @@ def final_score(relevance:float, query_count:float, recency:float) -> float:
     "The contract's ranking score."
     return 0.6 * relevance + 0.3 * query_count + 0.1 * recency
 
-# %% ../nbs/26_recall.ipynb #c8d48196
+# %% ../nbs/26_recall.ipynb #88f2fd06
 class CountWriter:
     "Adds up read counts and writes them in batches from a background thread; `flush` writes what is pending now."
     def __init__(self, store:Store, engine=None, # an Engine: its `background` runs the writer, its `close` drains it
@@ -205,7 +205,7 @@ class CountWriter:
 def _daemon(fn) -> threading.Thread:
     t = threading.Thread(target=fn, daemon=True); t.start(); return t
 
-# %% ../nbs/26_recall.ipynb #bd44ce8e
+# %% ../nbs/26_recall.ipynb #2b8f8998
 @dataclass
 class ExperienceRecord:
     "An experience as `query_experiences` returns it."
@@ -258,7 +258,7 @@ class Recall:
             self.store.cache['recall_corpus'] = c
         return c[1:]
 
-# %% ../nbs/26_recall.ipynb #bcfb8e3f
+# %% ../nbs/26_recall.ipynb #19eda472
 def _embed_text(e) -> str: return '\n'.join(x for x in (e.title, e.problem_description, e.root_cause, e.solution) if x)
 
 def submit_experience(rc:Recall, **args) -> Answer:
@@ -277,7 +277,7 @@ def submit_experience(rc:Recall, **args) -> Answer:
     except sqlite3.Error as err: return fail('DATABASE_ERROR', f"Could not save the experience: {err}")
     return Answer(True, Submitted(eid))
 
-# %% ../nbs/26_recall.ipynb #fae98c4a
+# %% ../nbs/26_recall.ipynb #345a790a
 MAX_QUERY_CHARS = 1000
 
 def _int_in(v, lo:int, hi:int|None) -> bool:
@@ -338,7 +338,7 @@ def query_experiences(rc:Recall, keywords=None, limit=10, offset=0) -> tuple[Ans
     recs = [ExperienceRecord(i, r[1], r[2], r[4], json.loads(r[6]), r[7], r[8], round(rel[i], 4), r[3], r[5]) for i in order for r in [rows[i]]]
     return Answer(True, Page(recs, len(rows), limit, offset)), order
 
-# %% ../nbs/26_recall.ipynb #07f52121
+# %% ../nbs/26_recall.ipynb #7f1b4d0d
 DESCRIPTIONS = dict(
     query_experiences="Search the team's experience records: problems others already solved, with root cause and solution. "
         "Call it first when you hit an error or a tricky problem. Give words from the error message or a short description, "
