@@ -15,9 +15,13 @@ works offline, for reading and for the docs test (tests/test_docs_site.py):
     python tools/render_docs.py                      # saved outputs only, into build/docs
     python tools/render_docs.py --execute index.ipynb tutorials/ranking.ipynb --out build/docs
     python tools/render_docs.py --sidebar            # nbs/sidebar.yml from the notebooks (--check-sidebar checks)
+    python tools/render_docs.py --save-widgets index.ipynb tutorials/ranking.ipynb
 
-Nothing is written into nbs/.
-"""
+`--save-widgets` runs the notebooks as `--execute` does and writes them back into nbs/ with their widget state, so
+that Quarto (`nbdev-docs`), GitHub and Jupyter show the widgets from the committed notebook (after
+`nbdev-test --save --flags slow`, whose saved outputs of the flagged cells it keeps). Then `nbdev-clean --fname` them.
+
+Otherwise nothing is written into nbs/."""
 from __future__ import annotations
 import argparse, copy, html, os, re, shutil, subprocess, sys, time, tomllib
 from pathlib import Path
@@ -197,7 +201,16 @@ if __name__ == '__main__':
     ap.add_argument('--only', nargs='*', help='render only these notebooks (relative to nbs/)')
     ap.add_argument('--sidebar', action='store_true', help='write nbs/sidebar.yml (every notebook) and stop')
     ap.add_argument('--check-sidebar', action='store_true', help='fail when nbs/sidebar.yml misses a notebook')
+    ap.add_argument('--save-widgets', nargs='*', default=[], help='run these notebooks and save them with their widget state')
     a = ap.parse_args()
+    if a.save_widgets:
+        import nbformat
+        for rel in a.save_widgets:
+            nb = nbformat.read(NBS/rel, as_version=4)
+            execute(nb, NBS/rel)
+            nbformat.write(nb, NBS/rel)
+            print(f'saved {rel} with the state of {len(nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {}))} widget models')
+        sys.exit()
     if a.sidebar: (NBS/'sidebar.yml').write_text(sidebar_yml()); sys.exit()
     if a.check_sidebar:
         sb = NBS/'sidebar.yml'
