@@ -13,9 +13,10 @@ __all__ = ['LOOPBACK', 'MAX_TEXTS', 'FilterSpec', 'SearchRequest', 'VSearchReque
            'ContextAddRequest', 'ContextAdded', 'ContextItem', 'ContextsResponse', 'ContextRemoved', 'Health',
            'ErrorResponse', 'doc_out', 'plural', 'TooLarge', 'error_json', 'validation_detail', 'allowed',
            'default_hosts', 'default_origins', 'Guard', 'WriteQueue', 'add_search_routes', 'add_model_routes',
-           'add_collection_routes', 'add_index_routes', 'mk_app']
+           'add_collection_routes', 'add_index_routes', 'IngestRequest', 'Ingested', 'JobState', 'add_ingest_routes',
+           'mk_app']
 
-# %% ../nbs/22_rest.ipynb #3efc582f
+# %% ../nbs/22_rest.ipynb #934f3f28
 import asyncio, logging, sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -28,7 +29,7 @@ from .format import search_summary, status_text, doc_text, REST_TRUNC
 from . import index
 from .tools import Engine, run_vsearch, run_query, current_fingerprint
 
-# %% ../nbs/22_rest.ipynb #5b19ad5e
+# %% ../nbs/22_rest.ipynb #a393ee3c
 class _Body(BaseModel): model_config = ConfigDict(extra='forbid')
 
 class FilterSpec(_Body):
@@ -98,7 +99,7 @@ class Notice(BaseModel): type: Literal['text']; text: str
 class GetResponse(BaseModel): document: DocumentOut; content: Optional[str] = None
 class MultiGetResponse(BaseModel): results: list[Union[DocumentOut, Notice]]; content: Optional[str] = None
 
-# %% ../nbs/22_rest.ipynb #f2fe3f06
+# %% ../nbs/22_rest.ipynb #3638ad05
 class CollectionOut(BaseModel): name: str; path: str; pattern: str; documents: int; last_updated: Optional[str] = None
 class StatusResponse(BaseModel):
     total_documents: int; needs_embedding: int; has_vector_index: bool; collections: list[CollectionOut]; content: str
@@ -129,14 +130,14 @@ class ContextRemoved(BaseModel): status: Literal['removed']; path: str
 class Health(BaseModel): status: Literal['healthy', 'unhealthy']; model_loaded: bool
 class ErrorResponse(BaseModel): detail: str; status_code: int
 
-# %% ../nbs/22_rest.ipynb #3fbc3c2b
+# %% ../nbs/22_rest.ipynb #856ef9cd
 def doc_out(d:Document) -> dict:
     "A document as the REST API gives it."
     return dict(uri=d.uri, name=d.file, title=d.title, mimeType=d.mime_type, text=doc_text(d, trunc=REST_TRUNC))
 
 def plural(n:int, word:str) -> str: return f"{n} {word}{'' if n == 1 else 's'}"
 
-# %% ../nbs/22_rest.ipynb #d5500628
+# %% ../nbs/22_rest.ipynb #a82ae8d8
 class TooLarge(QmdError):
     "A request over a size limit (HTTP 413)."
     status = 413
@@ -159,7 +160,7 @@ def validation_detail(errors:list[dict] # pydantic / FastAPI validation errors
     "One line naming each bad parameter and what is wrong with it."
     return '; '.join(dict.fromkeys(_problem(e) for e in errors))
 
-# %% ../nbs/22_rest.ipynb #ac03eb90
+# %% ../nbs/22_rest.ipynb #1bbde4c9
 def allowed(value:str, # a Host or Origin header
             patterns:list[str] # exact values, or `base:*` for any port
            ) -> bool:
@@ -177,7 +178,7 @@ def default_origins() -> list[str]:
     "Origins accepted unless configured: pages served from this machine."
     return [o for n in ('127.0.0.1', 'localhost', '[::1]') for s in ('http', 'https') for o in (f'{s}://{n}', f'{s}://{n}:*')]
 
-# %% ../nbs/22_rest.ipynb #7739edb6
+# %% ../nbs/22_rest.ipynb #2f77bf44
 class Guard:
     "ASGI middleware: Host/Origin checks and a body size limit, answering errors in the contract's shape."
     def __init__(self, app, hosts:list[str]|None, origins:list[str], max_body:int):
@@ -206,7 +207,7 @@ class Guard:
         async def replay(): return msgs.pop(0) if msgs else await receive()
         await self.app(scope, replay, send)
 
-# %% ../nbs/22_rest.ipynb #7f2e7578
+# %% ../nbs/22_rest.ipynb #412ba530
 class WriteQueue:
     "Index-changing jobs, run one at a time on a worker thread."
     def __init__(self): self._pool = ThreadPoolExecutor(1, thread_name_prefix='qmd-nb-writer')
@@ -217,7 +218,7 @@ class WriteQueue:
 
     def close(self): self._pool.shutdown(wait=True, cancel_futures=True)
 
-# %% ../nbs/22_rest.ipynb #bb791ee0
+# %% ../nbs/22_rest.ipynb #ec9497b1
 _ERRORS = {c: {'model': ErrorResponse} for c in (400, 404, 413, 503)}
 
 def _results(res:list[SearchResult], q:str) -> dict: return dict(results=[r.to_dict() for r in res], content=search_summary(res, q, rest=True))
@@ -255,7 +256,7 @@ def add_search_routes(app, engine:Engine):
         return dict(total_documents=s.total_documents, needs_embedding=s.needs_embedding, has_vector_index=s.has_vector_index,
                     collections=cols, content=status_text(s))
 
-# %% ../nbs/22_rest.ipynb #c1561e12
+# %% ../nbs/22_rest.ipynb #77426f2e
 MAX_TEXTS = 1000
 
 def add_model_routes(app, engine:Engine):
@@ -275,7 +276,7 @@ def add_model_routes(app, engine:Engine):
         from fastapi.responses import JSONResponse
         return JSONResponse(body, status_code=503)
 
-# %% ../nbs/22_rest.ipynb #1b8f9fe4
+# %% ../nbs/22_rest.ipynb #daa27cc8
 def _count(store, name=None) -> int:
     return store.q("SELECT COUNT(*) FROM documents" + (" WHERE collection=?" if name else ''), (name,) if name else ())[0][0]
 
@@ -314,7 +315,7 @@ def add_collection_routes(app, engine:Engine, q:WriteQueue):
         await q.run(index.rename_collection, st, name, b.new_name)
         return dict(status='renamed', old_name=name, new_name=b.new_name, content=f"Renamed '{name}' to '{b.new_name}'")
 
-# %% ../nbs/22_rest.ipynb #eac25476
+# %% ../nbs/22_rest.ipynb #3acbe322
 def _update(store, pull:bool) -> tuple[list, dict]:
     errs = index.pull_collections(store) if pull else {}
     return index.update(store, progress=False), errs
@@ -348,7 +349,42 @@ def add_index_routes(app, engine:Engine, q:WriteQueue):
         await q.run(index.remove_context, st, path)
         return dict(status='removed', path=path)
 
-# %% ../nbs/22_rest.ipynb #d0535dfa
+# %% ../nbs/22_rest.ipynb #aa11c8b5
+class IngestRequest(_Body):
+    source: str = Field(min_length=1, description="A file path on the server's machine, or an http(s) URL")
+    library: str = Field('default', description="Library (collection) to add it to")
+    metadata: Optional[dict] = Field(None, description="Metadata kept with the document")
+    background: bool = Field(False, description="Answer at once with a job id (202) instead of waiting")
+
+class Ingested(BaseModel):
+    status: Literal['indexed', 'replaced', 'skipped']; doc_id: str; source: str; library: str; chunk_count: int; file: str; content: str
+
+class JobState(BaseModel):
+    id: str; source: str; library: str; state: Literal['processing', 'done', 'failed']
+    error: Optional[str] = None; result: Optional[Ingested] = None; content: str
+
+def _job_out(j) -> dict:
+    res = dict(j.result.__dict__, content=f"{j.result.status}: {j.result.file}") if j.result else None
+    return dict(id=j.id, source=j.source, library=j.library, state=j.state, error=j.error, result=res,
+                content=f"Job {j.id}: {j.state}" + (f" ({j.error})" if j.error else f" ({res['content']})" if res else ''))
+
+def add_ingest_routes(app, engine:Engine, q:WriteQueue):
+    "POST /ingest and GET /jobs/{id}."
+    from fastapi.responses import JSONResponse
+    from qmd_nb import ingest as ing # the converters load on first use
+    @app.post('/ingest', response_model=Union[Ingested, JobState], responses={**_ERRORS, 202: {'model': JobState}},
+              summary="Add a file or URL to a library (background=true: a job)")
+    async def ingest_ep(b: IngestRequest):
+        if b.background:
+            jid = await q.run(ing.start_ingest, engine.store, b.source, b.library, b.metadata)
+            return JSONResponse(_job_out(ing.job_status(engine.store, jid)), status_code=202)
+        r = await q.run(ing.ingest, engine.store, b.source, b.library, b.metadata)
+        return dict(r.__dict__, content=f"{r.status}: {r.source} -> {r.file} ({plural(r.chunk_count, 'chunk')})")
+
+    @app.get('/jobs/{job_id}', response_model=JobState, responses=_ERRORS, summary="State of a background ingestion")
+    def job_ep(job_id: str): return _job_out(ing.job_status(engine.store, job_id))
+
+# %% ../nbs/22_rest.ipynb #4c6b36a8
 def _handlers(app):
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException
@@ -384,6 +420,7 @@ def mk_app(engine:Engine, # the engine every endpoint answers from
                   description="Local search over your documents: the QMD REST API. MCP (Streamable HTTP) is at /mcp.")
     _handlers(app)
     add_search_routes(app, engine); add_model_routes(app, engine); add_collection_routes(app, engine, q); add_index_routes(app, engine, q)
+    add_ingest_routes(app, engine, q)
     if srv is not None: app.router.routes.extend(srv._qmd_routes)
     app.state.engine, app.state.queue = engine, q
     return Guard(app, hosts, origins, max_body)
