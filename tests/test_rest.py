@@ -112,9 +112,12 @@ def test_openapi_matches_the_server(server, tmp_path):
     want = {('/search', 'post'), ('/vsearch', 'post'), ('/query', 'post'), ('/get', 'post'), ('/multi_get', 'post'), ('/status', 'get'),
             ('/embed', 'post'), ('/collections/add', 'post'), ('/collections', 'get'), ('/collections/{name}', 'get'),
             ('/collections/{name}', 'delete'), ('/collections/{name}', 'put'), ('/index', 'post'), ('/update', 'post'),
-            ('/contexts/add', 'post'), ('/contexts', 'get'), ('/contexts/{path}', 'delete'), ('/health', 'get')}
+            ('/contexts/add', 'post'), ('/contexts', 'get'), ('/contexts/{path}', 'delete'), ('/health', 'get'),
+            ('/ingest', 'post'), ('/jobs/{job_id}', 'get')} # the contract's endpoints, and ingestion
     assert {(p, m) for p, ms in api['paths'].items() for m in ms} == want
     assert set(api['paths']['/search']['post']['responses']) >= {'200', '400', '404', '413', '503'}
+    memo = tmp_path/'memo.md'; memo.write_text('# Memo\n\nquokka\n')
+    job = s.post('/ingest', {'source': str(memo), 'library': 'inbox', 'background': True})
     for path, method, status, resp in [
             ('/search', 'post', 200, s.post('/search', {'query': 'rsync'})), ('/search', 'post', 400, s.post('/search', {'query': 1})),
             ('/vsearch', 'post', 503, s.post('/vsearch', {'query': 'x'})), ('/query', 'post', 200, s.post('/query', {'query': 'rsync'})),
@@ -122,7 +125,9 @@ def test_openapi_matches_the_server(server, tmp_path):
             ('/multi_get', 'post', 200, s.post('/multi_get', {'pattern': 'notes/*.md'})), ('/status', 'get', 200, s.get('/status')),
             ('/collections', 'get', 200, s.get('/collections')), ('/collections/{name}', 'get', 200, s.get('/collections/notes')),
             ('/contexts', 'get', 200, s.get('/contexts')), ('/health', 'get', 200, s.get('/health')),
-            ('/embed', 'post', 413, s.post('/embed', {'texts': ['x'] * 1001}))]:
+            ('/embed', 'post', 413, s.post('/embed', {'texts': ['x'] * 1001})), ('/ingest', 'post', 202, job),
+            ('/ingest', 'post', 200, s.post('/ingest', {'source': str(memo), 'library': 'inbox2'})),
+            ('/jobs/{job_id}', 'get', 200, s.get(f"/jobs/{job.json()['id']}")), ('/jobs/{job_id}', 'get', 404, s.get('/jobs/nope'))]:
         assert resp.status_code == status, (path, resp.text)
         schema_check(api, path, method, status, resp.json())
 
