@@ -10,7 +10,7 @@ __all__ = ['FILTER_KEYS', 'TOOLS', 'Source', 'SourcesError', 'derive_name', 'spl
            'SearchItem', 'SearchOutput', 'plain_snippet', 'mdq_filter', 'search', 'tool_descriptions', 'instructions',
            'register']
 
-# %% ../nbs/25_mdq.ipynb #828962d6
+# %% ../nbs/25_mdq.ipynb #3eb8e61d
 import json, os, re
 from dataclasses import dataclass, field, asdict
 from pathlib import Path, PurePosixPath
@@ -20,7 +20,7 @@ from .convert import utc_iso
 from .store import Store, DocRow, doc_body, generation, _row, _DOC_COLS
 from .index import add_collection, remove_collection
 
-# %% ../nbs/25_mdq.ipynb #de61434c
+# %% ../nbs/25_mdq.ipynb #51d1bbd9
 @dataclass
 class Source:
     "A folder searched by the mdq tools."
@@ -51,7 +51,7 @@ def split_spec(spec:str) -> tuple[Optional[str], str]:
     if sep and rest and re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9_.-]{1,63}', name) and not Path(spec).expanduser().exists(): return name, rest
     return None, spec
 
-# %% ../nbs/25_mdq.ipynb #4d648334
+# %% ../nbs/25_mdq.ipynb #ff6c848c
 def _count(store:Store, name:str) -> int: return store.q("SELECT count(*) FROM documents WHERE collection=?", (name,))[0][0]
 
 def add_source(store:Store, path:str, # a folder, or `name:folder`
@@ -93,7 +93,7 @@ def check_sources(store:Store):
     gone = [f"{c.name} ({c.path})" for c in cols if not Path(c.path).is_dir()]
     if gone: raise SourcesError("Some registered source paths no longer exist: " + ', '.join(gone))
 
-# %% ../nbs/25_mdq.ipynb #aaa4b86c
+# %% ../nbs/25_mdq.ipynb #9b759ae2
 def page_id(path:str) -> str:
     "The mdq id of a page: its path without extension, each run of other characters than letters, digits, `_` a `-`."
     return re.sub(r'[^A-Za-z0-9_]+', '-', str(PurePosixPath(path).with_suffix(''))).strip('-') or 'page'
@@ -124,7 +124,7 @@ def page_meta(d:DocRow) -> PageMeta:
     author = ', '.join(map(str, a)) if isinstance(a, list) else (None if a is None else str(a))
     return PageMeta(list(dict.fromkeys(map(str, labels))), author, iso_time(_first(m, CREATED_KEYS) or d.mtime), iso_time(_first(m, UPDATED_KEYS) or d.mtime))
 
-# %% ../nbs/25_mdq.ipynb #41c1ba68
+# %% ../nbs/25_mdq.ipynb #33b5c2c3
 @dataclass
 class Page:
     "A page as `read_page` returns it."
@@ -198,7 +198,7 @@ def read_page(store:Store, path:Optional[str]=None, # path relative to its sourc
     d = docs[0]
     return Page(page_id(d.path), d.title, d.path, d.collection, doc_body(store, d.hash)[0], page_meta(d))
 
-# %% ../nbs/25_mdq.ipynb #417bc2b3
+# %% ../nbs/25_mdq.ipynb #45ee0786
 FILTER_KEYS = ('labels', 'author', 'created_after', 'created_before', 'updated_after', 'updated_before',
                'created_within', 'updated_within', 'stale', 'sort')
 
@@ -228,7 +228,7 @@ def plain_snippet(snippet:str, # `N: text` lines, as search results quote them
     t = re.sub(r'\s+', ' ', t).strip()
     return t if len(t) <= n else t[:n - 3].rsplit(' ', 1)[0].rstrip(' ,;:') + '...'
 
-# %% ../nbs/25_mdq.ipynb #621467b0
+# %% ../nbs/25_mdq.ipynb #9d7238dd
 def _check_limit(limit):
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100: raise UsageError(f"limit must be an integer from 1 to 100 (got {limit!r})")
     return limit
@@ -248,14 +248,16 @@ def search(engine, query:str, # words to look for
            **filters # labels, author, created_after... sort (see FILTER_KEYS)
           ) -> SearchOutput:
     "mdq's search: ranked pages with snippets, filtered as asked."
-    from qmd_nb.search import keyword_hits, search as keyword_search, MAX_LIMIT, check_search_args
+    from qmd_nb.search import keyword_hits, to_results, MAX_LIMIT, check_search_args
+    from qmd_nb.filter import sort_hits
     from qmd_nb.tools import has_vectors_any
     st, limit = engine.store, _check_limit(limit)
     query = check_search_args(query, 1, 0)[0]
     names = [c.name for c in _sources(st, source)] if source is not None else None
     f = mdq_filter(filters)
-    total = len(keyword_hits(st, query, MAX_LIMIT, names, filter=f))
-    if f is not None and f.sort: res = keyword_search(st, query, limit, names, filter=f) # the matching pages, by date
+    matches = keyword_hits(st, query, MAX_LIMIT, names, filter=f)
+    total = len(matches)
+    if f is not None and f.sort: res = to_results(st, sort_hits(st, matches, f.sort)[:limit], query) # the matching pages, by date
     else:
         from qmd_nb.hybrid import query as hybrid_query
         res = hybrid_query(st, engine.embedder if has_vectors_any(st) else None, query, limit, names, filter=f)
@@ -264,7 +266,7 @@ def search(engine, query:str, # words to look for
              for r in res if (d := rows[(r.collection, r.path)])]
     return SearchOutput(items, max(total, len(items)), query)
 
-# %% ../nbs/25_mdq.ipynb #c485d978
+# %% ../nbs/25_mdq.ipynb #30e61fc4
 TOOLS = ('search', 'read_page')
 
 def tool_descriptions(store:Store) -> dict:
