@@ -201,8 +201,9 @@ def explain_hit(doc_id:int, lists:list[RankedList], fused:Fused|None, rerank:flo
     for l in lists:
         if doc_id in l.ids:
             i = l.ids.index(doc_id); ranks[l.name] = dict(rank=i + 1, score=round(float(l.scores[i]), 4))
-    return dict(lists=ranks, fusion={k: round(v, 4) for k, v in (fused.parts if fused else {}).items()},
-                fused=round(fused.score, 4) if fused else None, rerank=None if rerank is None else round(rerank, 4), final=round(final, 4))
+    return dict(lists=ranks, fusion={k: round(float(v), 4) for k, v in (fused.parts if fused else {}).items()},
+                fused=round(float(fused.score), 4) if fused else None, rerank=None if rerank is None else round(float(rerank), 4),
+                final=round(float(final), 4))
 
 # %% ../nbs/11c_hybrid.ipynb #31982951
 def _cache_key(store, embedder, query, limit, names, min_score, p, searches, flt=None):

@@ -284,7 +284,7 @@ def tool_descriptions(store:Store) -> dict:
 
 def instructions(engine) -> str:
     "What the server tells the agent at connection time: the sources and what each holds."
-    srcs = '; '.join(f"{s.name} ({s.documents} pages): {s.description or 'no description'}" for s in list_sources(engine.store)) or 'none yet'
+    srcs = '; '.join(f"{s.name} ({s.documents} page{'' if s.documents == 1 else 's'}): {s.description or 'no description'}" for s in list_sources(engine.store)) or 'none yet'
     return f"mdq: search markdown pages with search, then read one in full with read_page. Sources: {srcs}."
 
 def _json_result(obj):

@@ -66,7 +66,7 @@ def test_mdq_contract(qmd, tmp_path):
     o = asyncio.run(_session(qmd, run))
     assert set(o['tools']) == {'search', 'read_page'}
     assert '- wiki: Team wiki: API guides and runbooks' in o['tools']['search'].description and '- notes: Personal journal' in o['tools']['read_page'].description
-    assert 'notes (1 pages): Personal journal' in o['intro']
+    assert 'notes (1 page): Personal journal' in o['intro']
     props = o['tools']['search'].input_schema['properties']
     assert set(props) == {'query', 'source', 'limit', 'labels', 'author', 'created_after', 'created_before', 'updated_after', 'updated_before',
                           'created_within', 'updated_within', 'stale', 'sort'}
