@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/embed.html.md"""
 
 # %% ../nbs/09_embed.ipynb #eae9cace
 from __future__ import annotations
-import hashlib, inspect, json, os, re, shutil, threading, warnings
+import hashlib, inspect, json, os, re, shutil, sys, threading, warnings
 from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
@@ -16,8 +16,10 @@ from .chunk import model_dir, chunk_lines
 from .config import UsageError, base_dirs
 
 # %% auto #0
-__all__ = ['TEXT_FORMAT', 'length_batches', 'normalise', 'chunk_params', 'Embedder', 'HashEmbedder', 'model_id', 'st_config',
-           'st_dim', 'export_openvino', 'cpu_has_bf16', 'OpenVINOEmbedder', 'TorchEmbedder', 'get_embedder']
+__all__ = ['TEXT_FORMAT', 'PRECISIONS', 'CALIBRATION', 'CALIBRATION_MODULES', 'length_batches', 'normalise', 'chunk_params',
+           'Embedder', 'HashEmbedder', 'model_id', 'st_config', 'st_dim', 'export_openvino', 'cpu_has_bf16',
+           'cpu_has_vnni', 'default_precision', 'OpenVINOEmbedder', 'calibration_texts', 'quantize_openvino',
+           'TorchEmbedder', 'get_embedder']
 
 # %% ../nbs/09_embed.ipynb #3f69710f
 def length_batches(lengths:list[int], # sort key of each text, its token count
@@ -48,6 +50,7 @@ def chunk_params(settings:dict|None=None # index settings; `chunk_tokens` and `c
 class Embedder:
     "Texts to L2-normalised float32 vectors; subclasses provide `_encode` (and may stream with `_submit`)."
     name, model, dim, max_tokens, batch_size = 'embedder', 'embedder', 0, 0, 16
+    variant = '' # how the model is run when that changes its vectors measurably (e.g. 'int8'); part of the fingerprint
 
     def __init__(self, chunking:dict|None=None, # chunking parameters, part of the fingerprint
                  cache_size:int=1024 # queries kept by `embed_query`
@@ -59,7 +62,8 @@ class Embedder:
     def fingerprint(self) -> str:
         "Model, size, text layout and chunking: vectors with different fingerprints never mix."
         ch = ','.join(f'{k}={v}' for k, v in sorted(self.chunking.items()))
-        return f'{self.model}|dim={self.dim}|max_tokens={self.max_tokens}|text={TEXT_FORMAT}|chunk:{ch}'
+        model = f'{self.model}+{self.variant}' if self.variant else self.model
+        return f'{model}|dim={self.dim}|max_tokens={self.max_tokens}|text={TEXT_FORMAT}|chunk:{ch}'
 
     def lengths(self, texts:list[str]) -> list[int]: return [len(t) for t in texts]
     def _encode(self, texts:list[str]) -> np.ndarray: raise NotImplementedError
@@ -173,19 +177,36 @@ def export_openvino(folder:str|Path, # sentence-transformers model folder
         warnings.simplefilter('ignore') # tracer notes about Python branches that do not depend on the input
         m = ov.convert_model(Wrap(st), example_input=ex,
                              input=[('input_ids', [-1, -1], ov.Type.i64), ('attention_mask', [-1, -1], ov.Type.i64)])
-    tmp = Path(dest)/f'tmp-{os.getpid()}'
+    return _save_ir(m, Path(dest))
+
+def _save_ir(m, dest:Path) -> Path:
+    "Write an OpenVINO model to `dest` so that a reader never sees half of it."
+    import openvino as ov
+    tmp = dest/f'tmp-{os.getpid()}'
     ov.save_model(m, str(tmp/'model.xml'), compress_to_fp16=False) # fp32 weights: exact for fp32 runs too
-    os.replace(tmp/'model.bin', Path(dest)/'model.bin') # each rename is atomic; the xml comes last, so a
-    os.replace(tmp/'model.xml', Path(dest)/'model.xml') # reader that finds it finds the weights too
+    os.replace(tmp/'model.bin', dest/'model.bin') # each rename is atomic; the xml comes last, so a
+    os.replace(tmp/'model.xml', dest/'model.xml') # reader that finds it finds the weights too
     shutil.rmtree(tmp, ignore_errors=True)
-    return Path(dest)
+    return dest
 
 # %% ../nbs/09_embed.ipynb #e8f2c60f
+def _cpu_flags() -> str:
+    try: return Path('/proc/cpuinfo').read_text()
+    except OSError: return ''
+
 def cpu_has_bf16() -> bool:
     "Whether the CPU computes in bf16 natively (AVX512-BF16 or AMX), per `/proc/cpuinfo`."
-    try: flags = Path('/proc/cpuinfo').read_text()
-    except OSError: return False
-    return bool(re.search(r'\b(avx512_bf16|amx_bf16)\b', flags))
+    return bool(re.search(r'\b(avx512_bf16|amx_bf16)\b', _cpu_flags()))
+
+def cpu_has_vnni() -> bool:
+    "Whether the CPU has int8 dot-product instructions (AVX512-VNNI, AVX-VNNI or AMX), per `/proc/cpuinfo`."
+    return bool(re.search(r'\b(avx512_vnni|avx_vnni|amx_int8)\b', _cpu_flags()))
+
+PRECISIONS = ('int8', 'bf16', 'f32')
+
+def default_precision() -> str|None:
+    "int8 where the CPU has VNNI; otherwise None: bf16 or f32, whichever OpenVINO finds the CPU computes natively."
+    return 'int8' if cpu_has_vnni() else None
 
 def _feed(encs, pad_id:int, max_tokens:int, mult:int=8) -> dict:
     "Token ids and mask of a batch, padded to the longest text rounded up to `mult`."
@@ -196,30 +217,39 @@ def _feed(encs, pad_id:int, max_tokens:int, mult:int=8) -> dict:
 
 # %% ../nbs/09_embed.ipynb #90625697
 class OpenVINOEmbedder(Embedder):
-    "A sentence-transformers model run by OpenVINO: bf16 where the CPU has it, sorted batches, two requests in flight."
+    "A sentence-transformers model run by OpenVINO: int8 or bf16 where the CPU has them, sorted batches, two requests in flight."
     batch_size = 8
     def __init__(self, folder:str|Path|None=None, # model folder (default: bundled all-MiniLM-L6-v2)
                  cache_dir:str|Path|None=None, # where the converted model is kept (default: qmd-nb's cache / models)
                  threads:int=0, # threads for `embed_docs` (0: all cores)
                  query_threads:int=2, # threads for `embed_query` (measured: ~5-6 ms p50 with 2, ~7 ms with 1)
-                 precision:str|None=None, # 'bf16' or 'f32' (default: bf16 when the CPU has it)
+                 precision:str|None=None, # 'int8', 'bf16' or 'f32' (default: `default_precision()`)
                  chunking:dict|None=None # chunking parameters, part of the fingerprint
                 ):
         super().__init__(chunking)
+        if precision not in (None, *PRECISIONS): raise UsageError(f"Unknown embedding precision {precision!r}: use {', '.join(PRECISIONS)}")
         self.folder = str(folder or model_dir()); self.model = model_id(self.folder); self.name = self.model.split('@')[0]
         self.max_tokens = int(st_config(self.folder).get('max_seq_length', 512))
         self.ir_dir = Path(cache_dir or base_dirs()[0]/'models')/f'{self.model.replace("@", "-")}-openvino'
-        self.threads, self.query_threads, self.precision = threads, query_threads, precision
+        self.threads, self.query_threads, self.precision = threads, query_threads, precision or default_precision()
+        self.variant = 'int8' if self.precision == 'int8' else ''
         self._tok = self._queue = self._qreq = self._dim = None; self._lock = threading.Lock()
 
     def _ir(self) -> str:
+        "The model file to run: converted once, and quantized once more for int8 (see the int8 section)."
         if not (self.ir_dir/'model.xml').exists(): export_openvino(self.folder, self.ir_dir)
-        return str(self.ir_dir/'model.xml')
+        if self.precision != 'int8': return str(self.ir_dir/'model.xml')
+        q = self.ir_dir/f'int8-{CALIBRATION}'
+        if not (q/'model.xml').exists():
+            q.mkdir(parents=True, exist_ok=True); texts = calibration_texts()
+            quantize_openvino(self.ir_dir/'model.xml', q, [self._feed(texts[i:i+8]) for i in range(0, len(texts), 8)])
+        return str(q/'model.xml')
 
     def _compile(self, threads:int):
         import openvino as ov
         xml = self._ir(); core = ov.Core(); core.set_property({'CACHE_DIR': str(self.ir_dir/'blobs')})
-        prec = self.precision or ('bf16' if 'BF16' in core.get_property('CPU', 'OPTIMIZATION_CAPABILITIES') else 'f32')
+        prec = self.precision if self.precision in ('bf16', 'f32') else None # int8 models keep their other layers in bf16 or f32
+        prec = prec or ('bf16' if 'BF16' in core.get_property('CPU', 'OPTIMIZATION_CAPABILITIES') else 'f32')
         return core.compile_model(xml, 'CPU', {'PERFORMANCE_HINT': 'LATENCY', 'INFERENCE_PRECISION_HINT': prec,
                                                       'INFERENCE_NUM_THREADS': threads})
 
@@ -262,6 +292,46 @@ class OpenVINOEmbedder(Embedder):
             if self._qreq is None: self._qreq = self._compile(self.query_threads).create_infer_request()
             return self._qreq.infer(self._feed([text]))[0][0].copy()
 
+# %% ../nbs/09_embed.ipynb #a594c8e5
+CALIBRATION = 'stdlib-docs-v1' # names the calibration texts; a new recipe gets a new name (and a new model file)
+CALIBRATION_MODULES = ('abc', 'argparse', 'asyncio', 'base64', 'bisect', 'calendar', 'collections', 'contextlib', 'copy',
+    'csv', 'dataclasses', 'datetime', 'decimal', 'email', 'enum', 'fractions', 'functools', 'hashlib', 'heapq',
+    'html.parser', 'http.client', 'inspect', 'itertools', 'json', 'locale', 'logging', 'math', 'os', 'pathlib', 'pickle',
+    'random', 're', 'shutil', 'socket', 'sqlite3', 'ssl', 'statistics', 'string', 'subprocess', 'tarfile', 'tempfile',
+    'textwrap', 'threading', 'typing', 'unittest', 'urllib.parse', 'xml.etree.ElementTree', 'zipfile')
+
+def _docstrings(module:str) -> list[str]:
+    import importlib
+    m = importlib.import_module(module)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore') # deprecated aliases (typing.io, ...) warn when touched
+        docs = [m.__doc__] + [getattr(getattr(m, a, None), '__doc__', None) for a in sorted(dir(m)) if not a.startswith('_')]
+    return [d for d in docs if isinstance(d, str)]
+
+def calibration_texts(n:int=64, # at most this many texts
+                      size:int=1100 # characters per text: about one chunk of 250 word pieces
+                     ) -> list[str]:
+    "Chunk-sized English prose for calibrating int8 activations: docstrings of Python's standard library, joined."
+    paras = sorted({p for m in CALIBRATION_MODULES for d in _docstrings(m)
+                    for p in (' '.join(x.split()) for x in d.split('\n\n')) if len(p) > 200})
+    out, cur = [], ''
+    for p in paras[::max(1, len(paras) // (n * 3))]:
+        cur = f'{cur} {p}'.strip()
+        if len(cur) > size: out.append(cur); cur = ''
+    return out[:n]
+
+def quantize_openvino(xml:str|Path, # an fp32 OpenVINO model (from `export_openvino`)
+                      dest:Path, # folder for the int8 `model.xml` and `model.bin`
+                      feeds:list[dict] # calibration batches: the model's inputs (`OpenVINOEmbedder._feed`)
+                     ) -> Path:
+    "Post-training int8 quantization with NNCF (transformer rules, SmoothQuant), written so no reader sees half of it."
+    import contextlib, logging, openvino as ov, nncf
+    nncf.set_log_level(logging.ERROR)
+    with contextlib.redirect_stdout(sys.stderr): # NNCF draws progress bars on stdout, which an MCP server keeps for protocol
+        m = nncf.quantize(ov.Core().read_model(str(xml)), nncf.Dataset(feeds), model_type=nncf.ModelType.TRANSFORMER,
+                          preset=nncf.QuantizationPreset.MIXED, subset_size=len(feeds))
+    return _save_ir(m, Path(dest))
+
 # %% ../nbs/09_embed.ipynb #4a0111de
 class TorchEmbedder(Embedder):
     "A sentence-transformers model in torch: bf16 autocast where the CPU has it, one thread for queries."
@@ -272,6 +342,8 @@ class TorchEmbedder(Embedder):
                  chunking:dict|None=None # chunking parameters, part of the fingerprint
                 ):
         super().__init__(chunking)
+        if precision not in (None, 'bf16', 'f32'):
+            raise UsageError(f"Embedding precision {precision!r} is not available with the torch backend: use bf16 or f32 (int8 runs on openvino)")
         self.folder = str(folder or model_dir()); self.model = model_id(self.folder); self.name = self.model.split('@')[0]
         self.max_tokens = int(st_config(self.folder).get('max_seq_length', 512))
         self.threads, self.query_threads = threads, query_threads
@@ -323,7 +395,7 @@ def get_embedder(settings:dict|None=None, # index settings: `embed_model`, `embe
     env, s = os.environ if env is None else env, settings or {}
     spec = (env.get('QMD_NB_EMBED_MODEL') or s.get('embed_model') or '').strip()
     backend = (env.get('QMD_NB_EMBED_BACKEND') or s.get('embed_backend') or 'auto').strip().lower()
-    chunking, prec = tuple(sorted(chunk_params(s).items())), s.get('embed_precision')
+    chunking, prec = tuple(sorted(chunk_params(s).items())), (env.get('QMD_NB_EMBED_PRECISION') or s.get('embed_precision') or '').strip().lower() or None
     if m := re.fullmatch(r'hash(?::(\d+))?', spec): return _embedder('hash', m.group(1) or '64', '', None, chunking)
     folder = Path(spec).expanduser().resolve() if spec else Path(model_dir())
     if not (folder/'modules.json').exists() and not (folder/'config.json').exists():

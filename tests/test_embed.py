@@ -29,6 +29,13 @@ def fast():
 @pytest.fixture(scope='module')
 def torch_fast(): return TorchEmbedder()
 
+@pytest.fixture(scope='module')
+def bf16():
+    pytest.importorskip('openvino')
+    return OpenVINOEmbedder(cache_dir=MODELS, precision='bf16')
+
+def tolerance(e): return 0.98 if e.variant == 'int8' else 0.999 # int8: measured 0.99 on average, SciFact nDCG@10 -0.003
+
 def cos(a, b): return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
 
 def test_dims_and_norms(fast):
@@ -38,11 +45,19 @@ def test_dims_and_norms(fast):
     q = fast.embed_query('bone fractures')
     assert q.shape == (384,) and abs(np.linalg.norm(q) - 1) < 1e-5
 
-@pytest.mark.parametrize('which', ['fast', 'torch_fast'])
+@pytest.mark.parametrize('which', ['fast', 'bf16', 'torch_fast'])
 def test_agrees_with_sentence_transformers(which, reference, request):
     e = request.getfixturevalue(which)
-    assert cos(e.embed_docs(TEXTS), reference).min() >= 0.999
-    assert cos(np.stack([e.embed_query(t) for t in TEXTS]), reference).min() >= 0.999
+    real = np.array([bool(t) for t in TEXTS]) # the empty text ([CLS][SEP] only) drifts most under int8 (0.91); chunks are never empty
+    for c in (cos(e.embed_docs(TEXTS), reference), cos(np.stack([e.embed_query(t) for t in TEXTS]), reference)):
+        assert c[real].min() >= tolerance(e) and c.min() >= 0.9
+
+def test_int8_keeps_what_is_nearest(fast, bf16):
+    if fast.variant != 'int8': pytest.skip('no VNNI on this CPU: the default is not int8')
+    qs = ['rebuild the index', 'bone fractures and vitamin D', 'baking bread', 'accented words']
+    D8, D16 = fast.embed_docs(TEXTS), bf16.embed_docs(TEXTS)
+    Q8, Q16 = np.stack([fast.embed_query(q) for q in qs]), np.stack([bf16.embed_query(q) for q in qs])
+    assert ((Q8 @ D8.T).argmax(1) == (Q16 @ D16.T).argmax(1)).all()
 
 def test_sorted_batches_keep_order(fast):
     v = fast.embed_docs(TEXTS, batch_size=2) # batches sorted by length, unlike the input
@@ -68,7 +83,11 @@ def test_fingerprint(fast, tmp_path):
     assert OpenVINOEmbedder(cache_dir=MODELS).fingerprint == fp # same setup, same fingerprint (nothing loads)
     assert OpenVINOEmbedder(cache_dir=MODELS, chunking=dict(max_tokens=120, overlap=16)).fingerprint != fp
     assert get_embedder({'chunk_overlap': 0}, env={}, cache_dir=MODELS).fingerprint != fp
-    assert TorchEmbedder().fingerprint == fp # the backend does not change the vectors
+    assert TorchEmbedder().fingerprint == OpenVINOEmbedder(cache_dir=MODELS, precision='bf16').fingerprint # the backend does not change the vectors
+    assert ('+int8|' in fp) == (fast.variant == 'int8') # int8 vectors are a store of their own
+    assert OpenVINOEmbedder(cache_dir=MODELS, precision='int8').fingerprint != OpenVINOEmbedder(cache_dir=MODELS, precision='f32').fingerprint
+    assert get_embedder({'embed_precision': 'bf16'}, env={}, cache_dir=MODELS).precision == 'bf16'
+    assert get_embedder({'embed_precision': 'bf16'}, env={'QMD_NB_EMBED_PRECISION': 'int8'}, cache_dir=MODELS).precision == 'int8'
     other = tmp_path/'minilm-copy' # same weights, another configuration: another model
     other.mkdir()
     for f in Path(model_dir()).iterdir(): (other/f.name).symlink_to(f)
@@ -80,10 +99,18 @@ def test_fingerprint(fast, tmp_path):
 
 def test_converts_into_empty_cache(tmp_path, reference):
     pytest.importorskip('openvino')
-    e = OpenVINOEmbedder(cache_dir=tmp_path) # a fresh machine: the model is converted here, once
+    e = OpenVINOEmbedder(cache_dir=tmp_path, precision='bf16') # a fresh machine: the model is converted here, once
     assert cos(e.embed_docs(TEXTS), reference).min() >= 0.999
     assert (e.ir_dir/'model.xml').exists() and not list(e.ir_dir.glob('tmp-*'))
-    assert cos(OpenVINOEmbedder(cache_dir=tmp_path).embed_docs(TEXTS[:2]), reference[:2]).min() >= 0.999 # reused
+    assert cos(OpenVINOEmbedder(cache_dir=tmp_path, precision='bf16').embed_docs(TEXTS[:2]), reference[:2]).min() >= 0.999 # reused
+    q = OpenVINOEmbedder(cache_dir=tmp_path, precision='int8') # quantized once, beside the converted model
+    assert cos(q.embed_docs(TEXTS[:3]), reference[:3]).min() >= 0.98
+    assert (Path(q._ir()).parent/'model.bin').exists() and not list(Path(q._ir()).parent.glob('tmp-*'))
+
+def test_bad_precision():
+    from qmd_nb.config import UsageError
+    with pytest.raises(UsageError, match="Unknown embedding precision 'fp8'"): get_embedder({'embed_precision': 'fp8'}, env={}, cache_dir=MODELS)
+    with pytest.raises(UsageError, match='not available with the torch backend'): get_embedder({'embed_precision': 'int8', 'embed_backend': 'torch'}, env={})
 
 def test_hash_embedder_deterministic():
     texts = ['BM25 ranks documents', 'embeddings place similar texts nearby']
