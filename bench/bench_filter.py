@@ -8,7 +8,7 @@ dates spread over 2019-2026 (deterministic). It indexes the copy and times `sear
 filter, against the same queries unfiltered, and checks that every filtered result satisfies the filter.
 Goal (issue 5): filtered search p50 <= 5 ms.
 """
-import argparse, datetime as dt, json, random, statistics, sys, tempfile, time
+import argparse, datetime as dt, json, random, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -31,7 +31,6 @@ def synthetic_filtered(home, n=100_000, dim=384):
     from qmd_nb.config import Collection
     from qmd_nb.vectors import VectorStore, record_embedded, vector_hits
     from qmd_nb.embed import get_embedder
-    from qmd_nb.chunk import Chunk
     st = Store('synthetic-vectors', {'QMD_NB_HOME': home}); emb = get_embedder({}, {'QMD_NB_HOME': home})
     rng = np.random.default_rng(0); docs = n // 4 # 4 chunks a document
     if st.q("SELECT COUNT(*) FROM embedded")[0][0] < docs:

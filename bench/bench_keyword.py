@@ -6,7 +6,7 @@ Prints: first index of tldr-pages, no-change `update`, a whole `qmd-nb search` p
 whether torch / chromadb / sentence-transformers were imported), in-process keyword search p50 on tldr-pages and on
 a synthetic collection of N chunks (plain and collection-filtered), tldr known-item MRR@10, and SciFact BM25 nDCG@10.
 """
-import argparse, json, os, random, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +85,6 @@ def main():
     env = {**os.environ, 'QMD_NB_HOME': home}
     out = process_figures(env)
     out.update(inprocess_tldr({'QMD_NB_HOME': home}))
-    import known_item
     r = subprocess.run([sys.executable, str(ROOT/'bench'/'known_item.py'), '--home', home], capture_output=True, text=True, env=env)
     out['known_item'] = r.stdout.split('\n')[1]
     r = subprocess.run(QMD + ['eval', str(DATA/'scifact'), '--mode', 'search', '--json'], capture_output=True, text=True, env=env)

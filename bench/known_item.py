@@ -3,7 +3,7 @@
 Usage: python bench/known_item.py [--n 200] [--seed 0] [--mode search]
 Prints MRR@10 and hits@1 over a fixed random sample of pages (the same pages for every run with the same seed).
 """
-import argparse, json, os, random, sys, tempfile, time
+import argparse, random, tempfile, time
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1].parent/'shared'/'data'/'tldr-pages'

@@ -1,10 +1,9 @@
 "The pluggable pieces exercised for real: a locally built CrossEncoder, OpenAI-compatible endpoints served on loopback, and a Chroma server."
-import json, os, socket, subprocess, sys, threading, time
+import json, socket, subprocess, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
 import pytest
-from conftest import write_tree, QMD_BIN, NOTES, ROOT
 
 from qmd_nb.store import Store
 from qmd_nb.index import add_collection

@@ -1,7 +1,6 @@
 "The qmd-nb command line, end to end, as a real process on a real index."
 import csv, io, json, os, time
 import xml.etree.ElementTree as ET
-from pathlib import Path
 from conftest import write_tree
 
 def test_collection_lifecycle(qmd, notes):

@@ -1,7 +1,7 @@
 """MCP protocol conformance: revision negotiation and unknown methods over stdio (raw JSON-RPC and the SDK client), and
 the official conformance suite (npm @modelcontextprotocol/conformance, on Node 22 via tools/node.sh) against
 `qmd-nb serve --transport http`, with the expected failures of tests/conformance/ (each with its reason)."""
-import asyncio, json, os, re, socket, subprocess, sys, time, urllib.request
+import asyncio, json, re, socket, subprocess, time, urllib.request
 from pathlib import Path
 import pytest
 from conftest import QMD_BIN, ROOT

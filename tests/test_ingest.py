@@ -1,9 +1,8 @@
 """PDF, Word and HTML documents end to end: fixtures written with real writer libraries (fpdf2, python-docx), folders indexed by
 `qmd-nb collection add`, single files and URLs by `qmd-nb ingest` (URLs from a local HTTP server), background jobs asked
 about from another process."""
-import io, json, os, subprocess, sys, threading, time
+import io, json, subprocess, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 import pytest
 from qmd_nb.store import Store
 from qmd_nb.convert import convert_many, page_of

@@ -1,8 +1,6 @@
 "The MCP server as a subprocess over stdio, driven by the official SDK's client."
-import asyncio, json, os, sys
-from pathlib import Path
-import pytest
-from conftest import QMD_BIN, NOTES, write_tree
+import asyncio
+from conftest import QMD_BIN
 
 async def _session(qmd, fn):
     from mcp import Client

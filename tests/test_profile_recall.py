@@ -1,6 +1,5 @@
 "The recall profile's contract over stdio: `qmd-nb mcp --tools recall` as a subprocess, driven by the SDK's client."
 import asyncio, json, sqlite3
-import pytest
 from conftest import QMD_BIN
 
 REACT = dict(title='React useState not updating state', problem_description='State variable not updating after setState call in React 18',

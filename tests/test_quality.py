@@ -1,9 +1,7 @@
 "Ranking quality on real data: the figures the foundation issue asks for, checked by the evaluation code."
 import json, subprocess, sys
-from pathlib import Path
 import numpy as np
-import pytest
-from conftest import DATA, ROOT, QMD_BIN
+from conftest import DATA, ROOT
 
 sys.path.insert(0, str(ROOT/'bench'))
 

@@ -1,5 +1,5 @@
 "Interrupted and concurrent work leaves a consistent index; bad files never crash a run."
-import os, signal, sqlite3, subprocess, sys, time
+import os, signal, sqlite3, subprocess, time
 from pathlib import Path
 from conftest import write_tree, QMD_BIN
 

@@ -1,8 +1,6 @@
 "Vectors and hybrid search end to end: the real model, a real Chroma store, real processes."
-import json, os, signal, sqlite3, subprocess, sys, time
-from pathlib import Path
-import pytest
-from conftest import write_tree, QMD_BIN, NOTES
+import signal, sqlite3, subprocess, time
+from conftest import write_tree, QMD_BIN
 
 def test_embed_vsearch_query(qmd, notes):
     qmd('collection', 'add', notes, '--name', 'notes')
