@@ -233,6 +233,7 @@ class OpenVINOEmbedder(Embedder):
         self.ir_dir = Path(cache_dir or base_dirs()[0]/'models')/f'{self.model.replace("@", "-")}-openvino'
         self.threads, self.query_threads, self.precision = threads, query_threads, precision or default_precision()
         self.variant = 'int8' if self.precision == 'int8' else ''
+        self.hint = 'THROUGHPUT' # for batches of documents; queries compile for LATENCY
         self._tok = self._queue = self._qreq = self._dim = None; self._lock = threading.Lock()
 
     def _ir(self) -> str:
@@ -245,12 +246,12 @@ class OpenVINOEmbedder(Embedder):
             quantize_openvino(self.ir_dir/'model.xml', q, [self._feed(texts[i:i+8]) for i in range(0, len(texts), 8)])
         return str(q/'model.xml')
 
-    def _compile(self, threads:int):
+    def _compile(self, threads:int, hint:str='LATENCY'):
         import openvino as ov
         xml = self._ir(); core = ov.Core(); core.set_property({'CACHE_DIR': str(self.ir_dir/'blobs')})
         prec = self.precision if self.precision in ('bf16', 'f32') else None # int8 models keep their other layers in bf16 or f32
         prec = prec or ('bf16' if 'BF16' in core.get_property('CPU', 'OPTIMIZATION_CAPABILITIES') else 'f32')
-        return core.compile_model(xml, 'CPU', {'PERFORMANCE_HINT': 'LATENCY', 'INFERENCE_PRECISION_HINT': prec,
+        return core.compile_model(xml, 'CPU', {'PERFORMANCE_HINT': hint, 'INFERENCE_PRECISION_HINT': prec,
                                                       'INFERENCE_NUM_THREADS': threads})
 
     @property
@@ -276,7 +277,8 @@ class OpenVINOEmbedder(Embedder):
     def _submit(self, texts, idx, out):
         if self._queue is None:
             import openvino as ov
-            self._queue = ov.AsyncInferQueue(self._compile(self.threads), 2)
+            m = self._compile(self.threads, self.hint) # THROUGHPUT: parallel streams, each on its share of the cores
+            self._queue = ov.AsyncInferQueue(m, max(2, m.get_property('OPTIMAL_NUMBER_OF_INFER_REQUESTS')))
             self._queue.set_callback(lambda req, ud: ud[1].__setitem__(ud[0], req.get_output_tensor(0).data))
         self._queue.start_async(self._feed(texts), (idx, out))
 

@@ -266,11 +266,18 @@ def _allowed(store, fingerprint, names) -> dict:
     return dict(store.q(f"""SELECT e.hash, e.chunks FROM embedded e WHERE e.fingerprint = ? AND e.hash IN
         (SELECT hash FROM documents WHERE collection IN ({','.join('?' * len(names))}))""", [fingerprint, *names]))
 
+def _allowed_cached(store, vs, names:list[str]|None) -> dict:
+    "`_allowed` (every embedded content when `names` is None), cached until the vectors or the catalog change."
+    key = ('vallowed', vs.fingerprint, tuple(sorted(names or ())), vector_generation(store, vs.fingerprint), generation(store))
+    if key not in store.cache:
+        for k in [k for k in store.cache if isinstance(k, tuple) and k[0] == 'vallowed' and k[1:3] == key[1:3]]: del store.cache[k]
+        store.cache[key] = (_allowed(store, vs.fingerprint, names) if names else
+                            dict(store.q("SELECT hash, chunks FROM embedded WHERE fingerprint=?", (vs.fingerprint,))))
+    return store.cache[key]
+
 def _filtered_chunks(store, vs, names) -> int:
     "How many stored chunks belong to the named collections (cached until the vectors change)."
-    key = ('vshare', vs.fingerprint, tuple(sorted(names)), vector_generation(store, vs.fingerprint), generation(store))
-    if key not in store.cache: store.cache[key] = sum(_allowed(store, vs.fingerprint, names).values())
-    return store.cache[key]
+    return sum(_allowed_cached(store, vs, names).values())
 
 def _subset(store, vs, names):
     "Exact-search matrix of the filtered collections' chunks, cached until the vectors change."
@@ -313,9 +320,9 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
         return ex.best(qv, n + 10, mask) # one best chunk per content; a few spare for contents outside the filter
     k = n * per_doc + 10
     if not names and hashes is None: return vs.query(qv, k)
-    if hashes is None and _filtered_chunks(store, vs, names) >= total / 5: return _hnsw_filtered(store, vs, qv, k, _allowed(store, vs.fingerprint, names), total)
+    if hashes is None and _filtered_chunks(store, vs, names) >= total / 5: return _hnsw_filtered(store, vs, qv, k, _allowed_cached(store, vs, names), total)
     if hashes is None: return _exact_top(*_subset(store, vs, names), qv, k) # a small share: exact search over the collections' cached matrix
-    allowed = _allowed(store, vs.fingerprint, names) if names else dict(store.q("SELECT hash, chunks FROM embedded WHERE fingerprint=?", (vs.fingerprint,)))
+    allowed = _allowed_cached(store, vs, names)
     return _hnsw_filtered(store, vs, qv, k, {h: c for h, c in allowed.items() if h in hashes}, total)
 
 # %% ../nbs/10_vectors.ipynb #18ecd447
