@@ -208,11 +208,11 @@ def default_precision() -> str|None:
     "int8 where the CPU has VNNI; otherwise None: bf16 or f32, whichever OpenVINO finds the CPU computes natively."
     return 'int8' if cpu_has_vnni() else None
 
-def _feed(encs, pad_id:int, max_tokens:int, mult:int=8) -> dict:
-    "Token ids and mask of a batch, padded to the longest text rounded up to `mult`."
-    L = min(max_tokens, -(-max(len(e.ids) for e in encs) // mult) * mult)
-    ids = np.full((len(encs), L), pad_id, np.int64); am = np.zeros_like(ids)
-    for i, e in enumerate(encs): ids[i, :len(e.ids)] = e.ids; am[i, :len(e.ids)] = 1
+def _feed(seqs:list, pad_id:int, max_tokens:int, mult:int=8) -> dict:
+    "Token ids and mask of a batch of id sequences, padded to the longest rounded up to `mult`."
+    L = min(max_tokens, -(-max(len(q) for q in seqs) // mult) * mult)
+    ids = np.full((len(seqs), L), pad_id, np.int64); am = np.zeros_like(ids)
+    for i, q in enumerate(seqs): ids[i, :len(q)] = q; am[i, :len(q)] = 1
     return {'input_ids': ids, 'attention_mask': am}
 
 # %% ../nbs/09_embed.ipynb #90625697
@@ -234,7 +234,7 @@ class OpenVINOEmbedder(Embedder):
         self.threads, self.query_threads, self.precision = threads, query_threads, precision or default_precision()
         self.variant = 'int8' if self.precision == 'int8' else ''
         self.hint = 'THROUGHPUT' # for batches of documents; queries compile for LATENCY
-        self._tok = self._queue = self._qreq = self._dim = None; self._lock = threading.Lock()
+        self._tok = self._queue = self._qreq = self._dim = self._ids = None; self._lock = threading.Lock()
 
     def _ir(self) -> str:
         "The model file to run: converted once, and quantized once more for int8 (see the int8 section)."
@@ -269,10 +269,19 @@ class OpenVINOEmbedder(Embedder):
             tok = Tokenizer.from_file(os.path.join(self.folder, 'tokenizer.json'))
             self._pad = (tok.padding or {}).get('pad_id', 0)
             tok.enable_truncation(self.max_tokens); tok.no_padding(); self._tok = tok
-        return self._tok.encode_batch(list(texts))
+        return self._tok.encode_batch_fast(list(texts)) # ids and masks without character offsets: ~30% faster
 
-    def lengths(self, texts): return [len(e.ids) for e in self.tokenize(texts)]
-    def _feed(self, texts): return _feed(self.tokenize(texts), self._pad, self.max_tokens)
+    def lengths(self, texts):
+        "Token counts; the ids are kept for the batches `embed_docs` feeds next, so each text is tokenized once."
+        encs = self.tokenize(texts)
+        self._ids = {t: np.asarray(e.ids, np.int32) for t, e in zip(texts, encs)}
+        return [len(e.ids) for e in encs]
+
+    def _feed(self, texts):
+        known = self._ids or {}
+        seqs = [known.get(t) for t in texts]
+        if any(q is None for q in seqs): seqs = [e.ids for e in self.tokenize(texts)]
+        return _feed(seqs, self._pad, self.max_tokens)
 
     def _submit(self, texts, idx, out):
         if self._queue is None:
@@ -284,6 +293,7 @@ class OpenVINOEmbedder(Embedder):
 
     def _wait(self):
         if self._queue is not None: self._queue.wait_all()
+        self._ids = None
 
     def _encode(self, texts):
         out = np.zeros((len(texts), self.dim), np.float32)
