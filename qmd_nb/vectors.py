@@ -7,6 +7,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/vectors.html.md"""
 # %% ../nbs/10_vectors.ipynb #a2ade385
 from __future__ import annotations
 import hashlib, os, time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 import numpy as np
 from .config import QmdError, UsageError
@@ -179,6 +180,11 @@ def _ticker(bar):
     def tick(done, total): bar.update(done - seen[0]); seen[0] = done
     return tick
 
+def _write(store:Store, vs, fp:str, part:dict, vecs):
+    "Store one batch's vectors, then record its contents as embedded (a kill in between embeds them again next time)."
+    if vecs is not None: vs.add_many(part, vecs)
+    record_embedded(store, fp, {h: len(cs) for h, cs in part.items()})
+
 def embed(store:Store, embedder, # the embedder (see `qmd_nb.embed`)
           force:bool=False, # drop this model's vectors and embed everything again
           collections:list[str]|None=None, # only documents of these collections
@@ -198,13 +204,17 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.embed`)
         stats.removed = len(orphans)
         plan = _plan(store, embedder, pending_hashes(store, fp, collection_names(store, collections)))
         hashes = list(plan)
-        with progress_bar(sum(len(c) for c in plan.values()), 'Embedding', progress, unit='chunk') as bar:
+        with progress_bar(sum(len(c) for c in plan.values()), 'Embedding', progress, unit='chunk') as bar, \
+             ThreadPoolExecutor(1) as writer: # a batch is written while the next one is embedded; leaving waits for it
+            written = None
             for k in range(0, len(hashes), batch_docs):
                 part = {h: plan[h] for h in hashes[k:k+batch_docs]}
                 texts = [c.embed_text for cs in part.values() for c in cs]
-                if texts: vs.add_many(part, embedder.embed_docs(texts, progress=_ticker(bar)))
-                record_embedded(store, fp, {h: len(cs) for h, cs in part.items()})
+                vecs = embedder.embed_docs(texts, progress=_ticker(bar)) if texts else None
+                if written: written.result() # in order, and a failed write stops the run
+                written = writer.submit(_write, store, vs, fp, part, vecs)
                 stats.documents += len(part); stats.chunks += len(texts)
+            if written: written.result()
     stats.seconds = time.time() - t0
     return stats
 
