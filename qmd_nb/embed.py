@@ -16,7 +16,7 @@ from .chunk import model_dir, chunk_lines
 from .config import UsageError, base_dirs
 
 # %% auto #0
-__all__ = ['TEXT_FORMAT', 'PRECISIONS', 'CALIBRATION', 'CALIBRATION_MODULES', 'length_batches', 'normalise', 'chunk_params',
+__all__ = ['TEXT_FORMAT', 'PRECISIONS', 'QUANTIZATION', 'CALIBRATION_MODULES', 'length_batches', 'normalise', 'chunk_params',
            'Embedder', 'HashEmbedder', 'model_id', 'st_config', 'st_dim', 'export_openvino', 'cpu_has_bf16',
            'cpu_has_vnni', 'default_precision', 'OpenVINOEmbedder', 'calibration_texts', 'quantize_openvino',
            'TorchEmbedder', 'get_embedder']
@@ -240,7 +240,7 @@ class OpenVINOEmbedder(Embedder):
         "The model file to run: converted once, and quantized once more for int8 (see the int8 section)."
         if not (self.ir_dir/'model.xml').exists(): export_openvino(self.folder, self.ir_dir)
         if self.precision != 'int8': return str(self.ir_dir/'model.xml')
-        q = self.ir_dir/f'int8-{CALIBRATION}'
+        q = self.ir_dir/f'int8-{QUANTIZATION}'
         if not (q/'model.xml').exists():
             q.mkdir(parents=True, exist_ok=True); texts = calibration_texts()
             quantize_openvino(self.ir_dir/'model.xml', q, [self._feed(texts[i:i+8]) for i in range(0, len(texts), 8)])
@@ -305,7 +305,7 @@ class OpenVINOEmbedder(Embedder):
             return self._qreq.infer(self._feed([text]))[0][0].copy()
 
 # %% ../nbs/09_embed.ipynb #a594c8e5
-CALIBRATION = 'stdlib-docs-v1' # names the calibration texts; a new recipe gets a new name (and a new model file)
+QUANTIZATION = 'sym-stdlib-docs-v1' # names the recipe (symmetric, calibrated on stdlib docstrings); a new one gets a new name and model file
 CALIBRATION_MODULES = ('abc', 'argparse', 'asyncio', 'base64', 'bisect', 'calendar', 'collections', 'contextlib', 'copy',
     'csv', 'dataclasses', 'datetime', 'decimal', 'email', 'enum', 'fractions', 'functools', 'hashlib', 'heapq',
     'html.parser', 'http.client', 'inspect', 'itertools', 'json', 'locale', 'logging', 'math', 'os', 'pathlib', 'pickle',
@@ -336,12 +336,12 @@ def quantize_openvino(xml:str|Path, # an fp32 OpenVINO model (from `export_openv
                       dest:Path, # folder for the int8 `model.xml` and `model.bin`
                       feeds:list[dict] # calibration batches: the model's inputs (`OpenVINOEmbedder._feed`)
                      ) -> Path:
-    "Post-training int8 quantization with NNCF (transformer rules, SmoothQuant), written so no reader sees half of it."
+    "Post-training symmetric int8 quantization with NNCF (transformer rules, SmoothQuant), written so no reader sees half of it."
     import contextlib, logging, openvino as ov, nncf
     nncf.set_log_level(logging.ERROR)
     with contextlib.redirect_stdout(sys.stderr): # NNCF draws progress bars on stdout, which an MCP server keeps for protocol
         m = nncf.quantize(ov.Core().read_model(str(xml)), nncf.Dataset(feeds), model_type=nncf.ModelType.TRANSFORMER,
-                          preset=nncf.QuantizationPreset.MIXED, subset_size=len(feeds))
+                          preset=nncf.QuantizationPreset.PERFORMANCE, subset_size=len(feeds))
     return _save_ir(m, Path(dest))
 
 # %% ../nbs/09_embed.ipynb #4a0111de

@@ -62,9 +62,10 @@ def test_int8_keeps_what_is_nearest(fast, bf16):
 def test_sorted_batches_keep_order(fast):
     v = fast.embed_docs(TEXTS, batch_size=2) # batches sorted by length, unlike the input
     single = np.stack([fast.embed_docs([t])[0] for t in TEXTS])
-    assert cos(v, single).min() >= 0.9999
+    same = 0.999 if fast.variant == 'int8' else 0.9999 # int8: a text padded differently moves by ~1e-4 (a swapped row: < 0.9)
+    assert cos(v, single).min() >= same
     rev = fast.embed_docs(TEXTS[::-1], batch_size=2)[::-1]
-    assert cos(v, rev).min() >= 0.9999
+    assert cos(v, rev).min() >= same
 
 def test_progress_and_empty(fast):
     seen = []
