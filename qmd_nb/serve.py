@@ -6,26 +6,15 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve.html.md"""
 
 # %% ../nbs/23_serve.ipynb #4fceb0d4
 from __future__ import annotations
-import gc, json, logging, os, socket, sys, threading, time
-from contextlib import contextmanager
+import json, logging, os, socket, sys, threading, time
 from pathlib import Path
 from .config import QmdError
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult # imported where used: it brings numpy
 
 # %% auto #0
-__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'gc_paused', 'check_port', 'http_server', 'warm_in_background', 'profiles_ready',
-           'serve', 'qmd_exe', 'mcp_config', 'server_url', 'call_server', 'remote_search']
-
-# %% ../nbs/23_serve.ipynb #60c17fae
-@contextmanager
-def gc_paused():
-    "Run the block without cyclic garbage collection, then freeze what it built (`gc.freeze`) so later collections skip it."
-    was = gc.isenabled(); gc.disable()
-    try: yield
-    finally:
-        gc.freeze()
-        if was: gc.enable()
+__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'check_port', 'http_server', 'warm_in_background', 'profiles_ready', 'serve', 'qmd_exe',
+           'mcp_config', 'server_url', 'call_server', 'remote_search']
 
 # %% ../nbs/23_serve.ipynb #83629449
 DEFAULT_PORT = 18765
@@ -94,18 +83,15 @@ def serve(engine, # the engine to serve
     "Serve `engine` until end of input (stdio), Ctrl-C or SIGTERM."
     if transport not in TRANSPORTS: raise QmdError(f"Unknown transport {transport!r}: choose from {', '.join(TRANSPORTS)}")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format='qmd-nb: %(levelname)s %(name)s: %(message)s')
-    with gc_paused(): # imports and pydantic classes: see "Starting fast"
-        tools = profiles_ready(engine, tools)
-        if transport == 'mcp':
-            from qmd_nb.mcp import mk_mcp
-            srv = mk_mcp(engine, tools=tools)
-        else:
-            check_port(host, port)
-            server = http_server(engine.start_loading(delay=0.5), host, port, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts, tools=tools)
+    tools = profiles_ready(engine, tools)
     if transport == 'mcp':
+        from qmd_nb.mcp import mk_mcp
+        srv = mk_mcp(engine, tools=tools)
         warm_in_background(engine.start_loading(delay=2.0))
         try: return srv.run('stdio')
         finally: engine.close()
+    check_port(host, port)
+    server = http_server(engine.start_loading(delay=0.5), host, port, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts, tools=tools)
     print(f"qmd-nb: REST on http://{host}:{port}, MCP (Streamable HTTP) on http://{host}:{port}/mcp", file=sys.stderr)
     _stop_quietly(); warm_in_background(engine)
     try:
