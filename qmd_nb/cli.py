@@ -312,7 +312,9 @@ def cmd_ingest(a):
     if a.json:
         from dataclasses import asdict
         print(json.dumps(asdict(r), ensure_ascii=False))
-    else: print(f"{r.status}: {r.source} -> {r.file} ({r.chunk_count} chunk{'' if r.chunk_count == 1 else 's'}, doc_id {r.doc_id})")
+    else:
+        from qmd_nb.format import plural
+        print(f"{r.status}: {r.source} -> {r.file} ({plural(r.chunk_count, 'chunk')}, doc_id {r.doc_id})")
 
 def _json_object(text:str, flag:str) -> dict:
     from qmd_nb.config import UsageError

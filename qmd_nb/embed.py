@@ -190,6 +190,7 @@ def _save_ir(m, dest:Path) -> Path:
     return dest
 
 # %% ../nbs/09_embed.ipynb #e8f2c60f
+@lru_cache(maxsize=1)
 def _cpu_flags() -> str:
     try: return Path('/proc/cpuinfo').read_text()
     except OSError: return ''

@@ -14,16 +14,20 @@ if TYPE_CHECKING: from qmd_nb.search import SearchResult # annotations only: sea
 from .docs import Document, Skipped, MultiGet, Status
 
 # %% auto #0
-__all__ = ['FORMATS', 'TRUNC', 'REST_TRUNC', 'search_summary', 'status_text', 'quoteattr', 'format_results', 'explain_text',
-           'doc_text', 'format_multi', 'human_bytes', 'status_cli']
+__all__ = ['FORMATS', 'TRUNC', 'REST_TRUNC', 'plural', 'search_summary', 'status_text', 'quoteattr', 'format_results',
+           'explain_text', 'doc_text', 'format_multi', 'human_bytes', 'status_cli']
 
 # %% ../nbs/08_format.ipynb #dd807bb0
+def plural(n:int, word:str) -> str:
+    "`n` and the word, with an `s` unless `n` is 1 (every count qmd-nb writes in prose goes through here)."
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
 def search_summary(results:list[SearchResult], query:str,
                    rest:bool=False # the REST section's variant: no colon after the query, a blank line between results
                   ) -> str:
     "`Found N results for \"q\":` and one line per result, or the contract's empty message."
     if not results: return f'No results found for "{query}"'
-    head = f'Found {len(results)} result{"" if len(results) == 1 else "s"} for "{query}"' + ('' if rest else ':\n')
+    head = f'Found {plural(len(results), "result")} for "{query}"' + ('' if rest else ':\n')
     return ('\n\n' if rest else '\n').join([head] + [f'{r.docid} {round(r.score * 100)}% {r.file} - {r.title}' for r in results])
 
 def status_text(s:Status) -> str:

@@ -14,6 +14,7 @@ import functools, json, time, types, warnings
 from typing import Annotated, Optional # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 from urllib.parse import unquote
 from .config import NotFound, UsageError
+from .format import plural
 from .tools import (Engine, ToolResult, search_tool, vsearch_tool, query_tool, get_tool, multi_get_tool, status_tool,
                           read_document, has_vectors_any, QUERY_GUIDE, instructions)
 
@@ -138,7 +139,7 @@ def call_log_line(name:str, args:dict, r:ToolResult, seconds:float) -> str:
     "The `debug` entry for one tool call."
     shown = json.dumps({k: v for k, v in args.items() if v is not None}, ensure_ascii=False)
     n = len(r.structured['results']) if r.structured and 'results' in r.structured else None
-    what = 'error' if r.is_error else (f"{n} result{'' if n == 1 else 's'}" if n is not None else f"{len(r.content)} block{'' if len(r.content) == 1 else 's'}")
+    what = 'error' if r.is_error else plural(n, 'result') if n is not None else plural(len(r.content), 'block')
     return f"{name} {shown} -> {what} in {seconds * 1000:.1f} ms"
 
 # %% ../nbs/21_mcp.ipynb #ff6067ef

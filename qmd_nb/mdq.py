@@ -19,6 +19,7 @@ from .config import QmdError, UsageError, NotFound, check_name
 from .convert import utc_iso
 from .store import Store, DocRow, doc_body, generation, _row, _DOC_COLS
 from .index import add_collection, remove_collection
+from .format import plural
 
 # %% ../nbs/25_mdq.ipynb #51d1bbd9
 @dataclass
@@ -284,7 +285,7 @@ def tool_descriptions(store:Store) -> dict:
 
 def instructions(engine) -> str:
     "What the server tells the agent at connection time: the sources and what each holds."
-    srcs = '; '.join(f"{s.name} ({s.documents} page{'' if s.documents == 1 else 's'}): {s.description or 'no description'}" for s in list_sources(engine.store)) or 'none yet'
+    srcs = '; '.join(f"{s.name} ({plural(s.documents, 'page')}): {s.description or 'no description'}" for s in list_sources(engine.store)) or 'none yet'
     return f"mdq: search markdown pages with search, then read one in full with read_page. Sources: {srcs}."
 
 def _json_result(obj):

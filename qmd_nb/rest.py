@@ -11,10 +11,9 @@ __all__ = ['LOOPBACK', 'MAX_TEXTS', 'FilterSpec', 'SearchRequest', 'VSearchReque
            'CollectionAddRequest', 'CollectionAdded', 'CollectionSummary', 'CollectionsResponse', 'CollectionDetail',
            'CollectionRemoved', 'RenameRequest', 'CollectionRenamed', 'Indexed', 'UpdateRequest', 'Updated',
            'ContextAddRequest', 'ContextAdded', 'ContextItem', 'ContextsResponse', 'ContextRemoved', 'Health',
-           'ErrorResponse', 'doc_out', 'plural', 'TooLarge', 'error_json', 'validation_detail', 'allowed',
-           'default_hosts', 'default_origins', 'Guard', 'WriteQueue', 'add_search_routes', 'add_model_routes',
-           'add_collection_routes', 'add_index_routes', 'IngestRequest', 'Ingested', 'JobState', 'add_ingest_routes',
-           'mk_app']
+           'ErrorResponse', 'doc_out', 'TooLarge', 'error_json', 'validation_detail', 'allowed', 'default_hosts',
+           'default_origins', 'Guard', 'WriteQueue', 'add_search_routes', 'add_model_routes', 'add_collection_routes',
+           'add_index_routes', 'IngestRequest', 'Ingested', 'JobState', 'add_ingest_routes', 'mk_app']
 
 # %% ../nbs/22_rest.ipynb #934f3f28
 import asyncio, logging, sqlite3
@@ -25,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .config import QmdError, UsageError
 from .search import search, SearchResult
 from .docs import get, multi_get, status, collection_status, Skipped, Document
-from .format import search_summary, status_text, doc_text, REST_TRUNC
+from .format import search_summary, status_text, doc_text, plural, REST_TRUNC
 from . import index
 from .tools import Engine, run_vsearch, run_query, current_fingerprint
 
@@ -134,8 +133,6 @@ class ErrorResponse(BaseModel): detail: str; status_code: int
 def doc_out(d:Document) -> dict:
     "A document as the REST API gives it."
     return dict(uri=d.uri, name=d.file, title=d.title, mimeType=d.mime_type, text=doc_text(d, trunc=REST_TRUNC))
-
-def plural(n:int, word:str) -> str: return f"{n} {word}{'' if n == 1 else 's'}"
 
 # %% ../nbs/22_rest.ipynb #a82ae8d8
 class TooLarge(QmdError):

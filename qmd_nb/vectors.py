@@ -276,32 +276,30 @@ def _allowed(store, fingerprint, names) -> dict:
     return dict(store.q(f"""SELECT e.hash, e.chunks FROM embedded e WHERE e.fingerprint = ? AND e.hash IN
         (SELECT hash FROM documents WHERE collection IN ({','.join('?' * len(names))}))""", [fingerprint, *names]))
 
-def _allowed_cached(store, vs, names:list[str]|None) -> dict:
-    "`_allowed` (every embedded content when `names` is None), cached until the vectors or the catalog change."
-    key = ('vallowed', vs.fingerprint, tuple(sorted(names or ())), vector_generation(store, vs.fingerprint), generation(store))
+def _cached(store, vs, kind:str, names, build, keep:int=3):
+    "`build()`, kept in the store's cache until the vectors or the catalog change; older entries sharing the first `keep` key parts are dropped."
+    key = (kind, vs.fingerprint, tuple(sorted(names or ())), vector_generation(store, vs.fingerprint), generation(store))
     if key not in store.cache:
-        for k in [k for k in store.cache if isinstance(k, tuple) and k[0] == 'vallowed' and k[1:3] == key[1:3]]: del store.cache[k]
-        store.cache[key] = (_allowed(store, vs.fingerprint, names) if names else
-                            dict(store.q("SELECT hash, chunks FROM embedded WHERE fingerprint=?", (vs.fingerprint,))))
+        for k in [k for k in store.cache if isinstance(k, tuple) and k[:keep] == key[:keep]]: del store.cache[k]
+        store.cache[key] = build()
     return store.cache[key]
 
+def _allowed_cached(store, vs, names:list[str]|None) -> dict:
+    "`_allowed` (every embedded content when `names` is None), read once per catalog or vector change."
+    return _cached(store, vs, 'vallowed', names, lambda: _allowed(store, vs.fingerprint, names) if names else
+                   dict(store.q("SELECT hash, chunks FROM embedded WHERE fingerprint=?", (vs.fingerprint,))))
+
 def _filtered_chunks(store, vs, names) -> int:
-    "How many stored chunks belong to the named collections (cached until the vectors change)."
+    "How many stored chunks belong to the named collections."
     return sum(_allowed_cached(store, vs, names).values())
 
 def _subset(store, vs, names):
-    "Exact-search matrix of the filtered collections' chunks, cached until the vectors change."
-    key = ('vsubset', vs.fingerprint, tuple(sorted(names)), vector_generation(store, vs.fingerprint), generation(store))
-    if key not in store.cache:
-        for k in [k for k in store.cache if isinstance(k, tuple) and k[0] == 'vsubset']: del store.cache[k]
-        allowed = _allowed(store, vs.fingerprint, names)
-        store.cache[key] = vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)])
-    return store.cache[key]
+    "Exact-search matrix of the filtered collections' chunks (one such matrix kept per fingerprint: they are big)."
+    return _cached(store, vs, 'vsubset', names, keep=2,
+                   build=lambda: vs.vectors([f'{h}:{i}' for h, n in _allowed_cached(store, vs, names).items() for i in range(n)]))
 
 def _names_mask(store, vs, ex, names):
-    key = ('vmask', vs.fingerprint, tuple(sorted(names)), vector_generation(store, vs.fingerprint), generation(store))
-    if key not in store.cache: store.cache[key] = np.isin(ex.hashes, list(_allowed(store, vs.fingerprint, names)))
-    return store.cache[key]
+    return _cached(store, vs, 'vmask', names, lambda: np.isin(ex.hashes, list(_allowed_cached(store, vs, names))))
 
 def _hnsw_filtered(store, vs, qv, k, allowed:dict, total:int) -> list[tuple]:
     "Nearest chunks among `allowed` (hash -> chunk count) from a big store: over-fetch when they are many, else exact."
