@@ -7,7 +7,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/mcp.html.md"""
 # %% auto #0
 __all__ = ['DESCRIPTIONS', 'FILTER_HELP', 'LOG_LEVELS', 'DEFAULT_LOG_LEVEL', 'PROFILES', 'QMD_TOOLS', 'import_sdk',
            'to_call_result', 'complete_path', 'wants_log', 'call_log_line', 'trim_header_values', 'profile_module',
-           'profile_tools', 'check_profiles', 'mk_mcp']
+           'profile_tools', 'check_profiles', 'server_instructions', 'mk_mcp']
 
 # %% ../nbs/21_mcp.ipynb #120ba11a
 import functools, json, time, types, warnings
@@ -236,6 +236,16 @@ def check_profiles(tools # profile names: a list, or one comma-separated string
     return names
 
 # %% ../nbs/21_mcp.ipynb #e7f6d1d0
+def server_instructions(engine:Engine, profiles:list[str] # checked profiles (see `check_profiles`)
+                       ) -> str|None:
+    "The instructions of a server with these profiles: each profile's summary of the index (None if there is none)."
+    def one(p):
+        if p == 'qmd': return instructions(engine)
+        m = profile_module(p)
+        return m.instructions(engine) if hasattr(m, 'instructions') else ''
+    return '\n\n'.join(one(p) for p in profiles).strip() or None
+
+# %% ../nbs/21_mcp.ipynb #20f74a52
 def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0',
            tools=('qmd',) # tool profiles to expose (see `PROFILES`)
           ):
@@ -243,9 +253,7 @@ def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0',
     profiles = check_profiles(tools)
     QmdMCPServer = _server_class() # imports the SDK (quickly) before anything else of it is imported
     mods = {p: profile_module(p) for p in profiles if p != 'qmd'}
-    if profiles == ['qmd']: intro = instructions(engine)
-    else: intro = '\n\n'.join(instructions(engine) if p == 'qmd' else mods[p].instructions(engine) if hasattr(mods[p], 'instructions') else '' for p in profiles).strip()
-    srv = QmdMCPServer(name=name, version=version, instructions=intro or None)
+    srv = QmdMCPServer(name=name, version=version, instructions=server_instructions(engine, profiles))
     _add_logging(srv)
     if 'qmd' in profiles: _qmd_tools(srv, engine)
     for m in mods.values(): m.register(srv, engine)

@@ -61,11 +61,11 @@ def profiles_ready(engine, tools) -> list[str]:
 async def _both(engine, server, tools=('qmd',)):
     "stdio MCP and the HTTP server in one event loop; either ending stops the other."
     import anyio
-    from qmd_nb.mcp import mk_mcp
+    from qmd_nb.stdio import serve_stdio_async
     async with anyio.create_task_group() as tg:
         async def http(): await server.serve(); tg.cancel_scope.cancel()
         tg.start_soon(http)
-        await mk_mcp(engine, tools=tools).run_stdio_async() # returns at end of input
+        await serve_stdio_async(engine, tools) # returns at end of input
         server.should_exit = True
 
 def _stop_quietly():
@@ -85,10 +85,8 @@ def serve(engine, # the engine to serve
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format='qmd-nb: %(levelname)s %(name)s: %(message)s')
     tools = profiles_ready(engine, tools)
     if transport == 'mcp':
-        from qmd_nb.mcp import mk_mcp
-        srv = mk_mcp(engine, tools=tools)
-        warm_in_background(engine.start_loading(delay=2.0))
-        try: return srv.run('stdio')
+        from qmd_nb.stdio import serve_stdio
+        try: return serve_stdio(engine, tools, on_ready=lambda: warm_in_background(engine.start_loading(delay=2.0)))
         finally: engine.close()
     check_port(host, port)
     server = http_server(engine.start_loading(delay=0.5), host, port, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts, tools=tools)

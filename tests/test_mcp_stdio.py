@@ -43,3 +43,70 @@ def test_stdio_contract(qmd, notes):
     assert o['bad'].is_error and 'limit' in o['bad'].content[0].text
     assert o['doc'].contents[0].text.split('\n')[0] == '1: # Pasta'
     assert o['prompt'].messages[0].content.text.startswith('# QMD - Quick Markdown Search')
+
+# -- the handshake answered before the SDK is imported (qmd_nb.stdio) ---------------------------------------------------
+
+def _run_raw(env, *msgs) -> tuple[list[dict], str]:
+    "Start `qmd-nb mcp`, send `msgs` all at once (no waiting between them), collect one answer per request; (answers, stderr)."
+    import json, subprocess
+    p = subprocess.Popen([QMD_BIN, 'mcp'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p.stdin.write(b''.join(json.dumps(m).encode() + b'\n' for m in msgs)); p.stdin.flush()
+    answers = [json.loads(p.stdout.readline() or b'null') for m in msgs if 'id' in m]
+    p.stdin.close()
+    rest, err = p.stdout.read(), p.stderr.read()
+    assert p.wait(timeout=30) == 0 and rest == b'', (p.returncode, rest, err)
+    return answers, err.decode()
+
+def _hello(version, i=1):
+    return {'jsonrpc': '2.0', 'id': i, 'method': 'initialize',
+            'params': {'protocolVersion': version, 'capabilities': {}, 'clientInfo': {'name': 'pytest', 'version': '0'}}}
+
+INITIALIZED = {'jsonrpc': '2.0', 'method': 'notifications/initialized'}
+SEARCH = {'jsonrpc': '2.0', 'id': 'q', 'method': 'tools/call', 'params': {'name': 'search', 'arguments': {'query': 'rsync'}}}
+
+def test_cached_handshake_answers_as_the_sdk_does(qmd, notes):
+    "Every revision (and an unknown one) answered by the SDK on the first start, from the cache on the second: the same."
+    import json
+    qmd('collection', 'add', notes, '--name', 'notes')
+    cache = qmd.home/'cache'/'index'/'mcp-initialize.json'
+    for v in ('2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25', '1999-01-01'):
+        (sdk, s1), err1 = _run_raw(qmd.env, _hello(v), INITIALIZED, SEARCH)
+        assert v in json.loads(cache.read_text())['answers']
+        (fast, s2), err2 = _run_raw(qmd.env, _hello(v), INITIALIZED, SEARCH) # pipelined: nothing after the first line is lost
+        assert fast == sdk and fast['result']['protocolVersion'] == (v if v != '1999-01-01' else '2025-11-25'), (v, fast)
+        assert s1['result']['structuredContent']['results'][0]['file'] == 'notes/backup.md' and s2 == s1
+        assert 'initialize' not in err1 + err2 # no warnings: the cache agreed with the SDK
+    qmd('collection', 'add', notes/'cooking', '--name', 'food') # the index summary is computed afresh, not cached
+    (fast, _), _ = _run_raw(qmd.env, _hello('2025-11-25'), INITIALIZED, SEARCH)
+    assert 'food (2 docs)' in fast['result']['instructions'], fast
+
+def test_stale_handshake_cache_is_noticed_and_refreshed(qmd, notes):
+    import json
+    qmd('collection', 'add', notes, '--name', 'notes')
+    cache = qmd.home/'cache'/'index'/'mcp-initialize.json'
+    (sdk, _), _ = _run_raw(qmd.env, _hello('2025-11-25', 'a'), INITIALIZED, SEARCH)
+    d = json.loads(cache.read_text()); d['answers']['2025-11-25']['capabilities']['experimental'] = {'stale': {}}
+    cache.write_text(json.dumps(d))
+    (stale, s), err = _run_raw(qmd.env, _hello('2025-11-25', 'a'), INITIALIZED, SEARCH)
+    assert stale['result']['capabilities']['experimental'] == {'stale': {}} # answered from the cache, before the SDK
+    assert 'the cached answer differed' in err and s['result']['structuredContent']['results'] # warned; the session goes on
+    (fresh, _), err = _run_raw(qmd.env, _hello('2025-11-25', 'a'), INITIALIZED, SEARCH)
+    assert fresh == sdk and 'initialize' not in err
+    d['key'] = 'another SDK'; cache.write_text(json.dumps(d)) # a cache of another SDK version or server is not used
+    (other,), err = _run_raw(qmd.env, _hello('2025-11-25', 'a'), INITIALIZED)
+    assert other == sdk and 'initialize' not in err
+    cache.write_text('{damaged')
+    (again, _), _ = _run_raw(qmd.env, _hello('2025-11-25', 'a'), INITIALIZED, SEARCH)
+    assert again == sdk
+
+def test_malformed_first_messages_reach_the_sdk(qmd, notes):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    _run_raw(qmd.env, _hello('2025-11-25')) # fill the cache
+    bad = dict(_hello('2025-11-25'), params={'protocolVersion': '2025-11-25', 'capabilities': {}}) # no clientInfo
+    (refused,), _ = _run_raw(qmd.env, bad)
+    assert refused['error']['code'] == -32602, refused # the SDK's answer, not the cache's
+    import subprocess
+    p = subprocess.Popen([QMD_BIN, 'mcp'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=qmd.env)
+    p.stdin.write(b'not json\n{"jsonrpc": "2.0", "id": 3, "method": "ping"}\n'); p.stdin.flush()
+    assert p.stdout.readline() == b'{"jsonrpc":"2.0","id":3,"result":{}}\n' # the SDK skipped the bad line, as it always has
+    p.stdin.close(); assert p.wait(timeout=30) == 0
