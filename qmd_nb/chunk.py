@@ -82,9 +82,12 @@ class Chunk:
 
     @property
     def embed_text(self) -> str:
-        "What the embedder reads: title and heading path, then the text."
+        "What the embedder reads: title and heading path, then the text (less a first line that only repeats the title)."
         head = ' > '.join(h for h in self.headings if h != self.title)
-        return f"{self.title}\n{head}\n\n{self.text}" if head else f"{self.title}\n\n{self.text}"
+        first, _, rest = self.text.partition('\n')
+        m = _H_RE.match(first)
+        text = rest.lstrip('\n') if m and m.group(2) == self.title and rest.strip() else self.text
+        return f"{self.title}\n{head}\n\n{text}" if head else f"{self.title}\n\n{text}"
 
 # %% ../nbs/02_chunk.ipynb #53beb3c1
 def _split_big(lines, b, count, budget, tokens:int|None=None # the block's count, reused when it is a single line

@@ -37,7 +37,7 @@ def normalise(x:np.ndarray # rows to scale
     return x / np.where(n > 0, n, 1)
 
 # %% ../nbs/09_embed.ipynb #1e2266db
-TEXT_FORMAT = 'title/headings/text:v1' # the layout of `Chunk.embed_text`; changing it means re-embedding
+TEXT_FORMAT = 'title/headings/text:v2' # the layout of `Chunk.embed_text`; changing it means re-embedding (v2: no H1 line repeating the title)
 
 def chunk_params(settings:dict|None=None # index settings; `chunk_tokens` and `chunk_overlap` override the defaults
                 ) -> dict:
