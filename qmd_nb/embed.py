@@ -7,7 +7,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/embed.html.md"""
 # %% ../nbs/09_embed.ipynb #eae9cace
 from __future__ import annotations
 import hashlib, inspect, json, os, re, shutil, sys, threading, warnings
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -218,7 +218,7 @@ def _feed(seqs:list, pad_id:int, max_tokens:int, mult:int=8) -> dict:
 
 # %% ../nbs/09_embed.ipynb #90625697
 class OpenVINOEmbedder(Embedder):
-    "A sentence-transformers model run by OpenVINO: int8 or bf16 where the CPU has them, sorted batches, two requests in flight."
+    "A sentence-transformers model run by OpenVINO: int8 or bf16 where the CPU has them, sorted batches, several requests in flight."
     batch_size = 8
     def __init__(self, folder:str|Path|None=None, # model folder (default: bundled all-MiniLM-L6-v2)
                  cache_dir:str|Path|None=None, # where the converted model is kept (default: qmd-nb's cache / models)
@@ -235,6 +235,7 @@ class OpenVINOEmbedder(Embedder):
         self.threads, self.query_threads, self.precision = threads, query_threads, precision or default_precision()
         self.variant = 'int8' if self.precision == 'int8' else ''
         self.hint = 'THROUGHPUT' # for batches of documents; queries compile for LATENCY
+        self.depth = 4 # requests queued per stream: the streams keep working while another thread holds the GIL
         self._tok = self._queue = self._qreq = self._dim = self._ids = None; self._lock = threading.Lock()
 
     def _ir(self) -> str:
@@ -286,14 +287,19 @@ class OpenVINOEmbedder(Embedder):
 
     def _submit(self, texts, idx, out):
         if self._queue is None:
-            import openvino as ov
             m = self._compile(self.threads, self.hint) # THROUGHPUT: parallel streams, each on its share of the cores
-            self._queue = ov.AsyncInferQueue(m, max(2, m.get_property('OPTIMAL_NUMBER_OF_INFER_REQUESTS')))
-            self._queue.set_callback(lambda req, ud: ud[1].__setitem__(ud[0], req.get_output_tensor(0).data))
-        self._queue.start_async(self._feed(texts), (idx, out))
+            n = max(2, m.get_property('OPTIMAL_NUMBER_OF_INFER_REQUESTS')) * self.depth
+            self._queue = deque((m.create_infer_request(), None) for _ in range(n))
+        req, job = self._queue.popleft() # the oldest request: collect its answer before giving it new work
+        if job is not None: req.wait(); job[1][job[0]] = req.get_output_tensor(0).data
+        req.start_async(self._feed(texts))
+        self._queue.append((req, (idx, out)))
 
     def _wait(self):
-        if self._queue is not None: self._queue.wait_all()
+        for _ in range(len(self._queue or ())):
+            req, job = self._queue.popleft()
+            if job is not None: req.wait(); job[1][job[0]] = req.get_output_tensor(0).data
+            self._queue.append((req, None))
         self._ids = None
 
     def _encode(self, texts):

@@ -19,9 +19,9 @@ from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION,
 from .keyword import keyword_index
 
 # %% auto #0
-__all__ = ['glob_re', 'mask_match', 'discover', 'doc_meta', 'prepare_doc', 'UpdateStats', 'progress_bar', 'update_collection',
-           'update', 'add_collection', 'remove_collection', 'rename_collection', 'context_key', 'add_context',
-           'remove_context', 'git_pull', 'pull_collections']
+__all__ = ['glob_re', 'mask_match', 'discover', 'doc_meta', 'prepare_doc', 'UpdateStats', 'set_total', 'progress_bar',
+           'update_collection', 'update', 'add_collection', 'remove_collection', 'rename_collection', 'context_key',
+           'add_context', 'remove_context', 'git_pull', 'pull_collections']
 
 # %% ../nbs/05_index.ipynb #e6cdbd5a
 @lru_cache(maxsize=64)
@@ -112,10 +112,19 @@ class UpdateStats:
 
 class _NoBar:
     "Stands in for a progress bar nobody will see (and spares importing tqdm)."
+    total = None
     def __enter__(self): return self
     def __exit__(self, *a): pass
     def update(self, n=1): pass
     def set_postfix_str(self, s): pass
+    def refresh(self): pass
+
+def set_total(bar, total:int):
+    "Change the total of a running bar (an estimate that improves as work is planned), on a terminal or in a notebook."
+    bar.total = total
+    widget = getattr(bar, 'container', None) # tqdm.notebook draws an ipywidgets progress bar whose max does not follow
+    if widget is not None: widget.children[1].max = total
+    bar.refresh()
 
 def progress_bar(total:int, desc:str, enabled:bool|None=None, unit:str='file'):
     "A tqdm bar (a widget in Jupyter), shown when asked or when stderr is a terminal or notebook."

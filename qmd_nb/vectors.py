@@ -7,21 +7,24 @@ Docs: https://qmd-nb.github.io/qmd-nb/vectors.html.md"""
 # %% ../nbs/10_vectors.ipynb #a2ade385
 from __future__ import annotations
 import hashlib, os, time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 import numpy as np
 from .config import QmdError, UsageError
 
 from .chunk import chunk_lines, Chunk, wordpiece_counter, word_counter
 from .store import Store, doc_bodies, generation
-from .index import progress_bar
+from .index import progress_bar, set_total
 from .search import Hit, SearchResult, check_search_args, collection_names, to_results, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
 
 # %% auto #0
 __all__ = ['EXACT_MAX', 'VectorIndexMissing', 'chroma_url', 'chroma_client', 'space_name', 'VectorStore', 'pending_hashes',
            'record_embedded', 'vector_generation', 'orphan_vectors', 'EmbedStats', 'token_counter', 'chunk_content',
-           'embed', 'ExactIndex', 'exact_index', 'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
+           'planned', 'expected_chunks', 'embed', 'ExactIndex', 'exact_index', 'vector_chunks', 'has_vectors',
+           'vector_hits', 'vsearch']
 
 # %% ../nbs/10_vectors.ipynb #940e0778
 class VectorIndexMissing(QmdError):
@@ -174,6 +177,25 @@ def _plan(store, embedder, hashes):
     return plan
 
 # %% ../nbs/10_vectors.ipynb #ab0794b5
+def planned(store, embedder, hashes:list[str], # contents to plan, in order
+            n:int # contents a part
+           ):
+    "The plan (hash -> chunks) of `hashes` in parts of `n`, each made in a thread at most two parts ahead of the caller."
+    planner, ahead = ThreadPoolExecutor(1), deque()
+    try:
+        for k in range(0, len(hashes), n):
+            ahead.append(planner.submit(_plan, store, embedder, hashes[k:k+n]))
+            if len(ahead) > 2: yield ahead.popleft().result()
+        while ahead: yield ahead.popleft().result()
+    finally: planner.shutdown(cancel_futures=True) # a caller that stops early does not wait for plans it will not use
+
+def expected_chunks(docs:int, chunks:int, # contents planned so far, and their chunks
+                    total_docs:int # contents to embed in all
+                   ) -> int:
+    "Chunks to embed in all: those planned so far, and the rest at the same rate per content."
+    return chunks + round((total_docs - docs) * chunks / max(docs, 1))
+
+# %% ../nbs/10_vectors.ipynb #8b303a03
 def _ticker(bar):
     "A `progress(done, total)` callback for `Embedder.embed_docs` that advances `bar` batch by batch."
     seen = [0]
@@ -202,14 +224,13 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.embed`)
         vs.delete([f'{h}:{i}' for h, n in orphans.items() for i in range(n)])
         with store.tx() as db: db.executemany("DELETE FROM embedded WHERE hash=? AND fingerprint=?", [(h, fp) for h in orphans])
         stats.removed = len(orphans)
-        plan = _plan(store, embedder, pending_hashes(store, fp, collection_names(store, collections)))
-        hashes = list(plan)
-        with progress_bar(sum(len(c) for c in plan.values()), 'Embedding', progress, unit='chunk') as bar, \
+        pending = pending_hashes(store, fp, collection_names(store, collections))
+        with progress_bar(len(pending), 'Embedding', progress, unit='chunk') as bar, closing(planned(store, embedder, pending, batch_docs)) as parts, \
              ThreadPoolExecutor(1) as writer: # a batch is written while the next one is embedded; leaving waits for it
             written = None
-            for k in range(0, len(hashes), batch_docs):
-                part = {h: plan[h] for h in hashes[k:k+batch_docs]}
+            for part in parts:
                 texts = [c.embed_text for cs in part.values() for c in cs]
+                set_total(bar, expected_chunks(stats.documents + len(part), stats.chunks + len(texts), len(pending)))
                 vecs = embedder.embed_docs(texts, progress=_ticker(bar)) if texts else None
                 if written: written.result() # in order, and a failed write stops the run
                 written = writer.submit(_write, store, vs, fp, part, vecs)
