@@ -33,7 +33,7 @@ def synthetic_filtered(home, n=100_000, dim=384):
     from qmd_nb.embed import get_embedder
     st = Store('synthetic-vectors', {'QMD_NB_HOME': home}); emb = get_embedder({}, {'QMD_NB_HOME': home})
     rng = np.random.default_rng(0); docs = n // 4 # 4 chunks a document
-    if st.q("SELECT COUNT(*) FROM embedded")[0][0] < docs:
+    if st.q("SELECT COUNT(*) FROM embedded WHERE fingerprint=?", (emb.fingerprint,))[0][0] < docs: # (re)built for this model's fingerprint
         t = time.time(); vs = VectorStore(st, emb.fingerprint)
         for k in range(0, docs, 1000):
             batch = [NewDoc('small' if i % 10 == 0 else 'big', f'd{i}.md', hashlib.sha256(f'd{i}'.encode()).hexdigest(), f'doc {i}', f'doc {i}', f'doc {i}')
