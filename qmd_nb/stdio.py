@@ -154,6 +154,13 @@ async def run_sdk(srv, # an MCPServer (see `mk_mcp`)
         low = srv._lowlevel_server # what MCPServer.run_stdio_async does, with these streams
         await low.run(read, write, low.create_initialization_options())
 
+def _start(engine, profiles, first, fout, on_ready):
+    "Greet, then build the server (importing the SDK): (server, output stream)."
+    out = greet(engine, profiles, first, fout)
+    srv = mk_mcp(engine, tools=profiles)
+    if on_ready: on_ready()
+    return srv, out
+
 def stdio_session(engine:Engine, profiles:list[str], # checked tool profiles
                   fin:int, fout:int, # the client's messages come on fin, the server's go to fout
                   on_ready:Callable|None=None # called once the server is built (e.g. to start loading the model)
@@ -161,9 +168,7 @@ def stdio_session(engine:Engine, profiles:list[str], # checked tool profiles
     "Serve MCP on `fin`/`fout` until end of input, answering a first `initialize` before the SDK is imported."
     first = read_line(fin)
     if not first: return # the client left without a word
-    out = greet(engine, profiles, first, fout)
-    srv = mk_mcp(engine, tools=profiles)
-    if on_ready: on_ready()
+    srv, out = _start(engine, profiles, first, fout, on_ready)
     import anyio
     anyio.run(run_sdk, srv, first, fin, out)
 
@@ -190,7 +195,5 @@ async def serve_stdio_async(engine:Engine, profiles:list[str], on_ready:Callable
     with claimed_stdio() as (fin, fout):
         first = await anyio.to_thread.run_sync(read_line, fin, abandon_on_cancel=True)
         if not first: return
-        out = greet(engine, profiles, first, fout)
-        srv = mk_mcp(engine, tools=profiles)
-        if on_ready: on_ready()
+        srv, out = _start(engine, profiles, first, fout, on_ready)
         await run_sdk(srv, first, fin, out)
