@@ -40,10 +40,16 @@ def start(env):
 def wait_warm(home:str, timeout:float=1800) -> float:
     "Wait until the server's background warm-up has stored window vectors for every document; seconds waited."
     import sqlite3
-    db = sqlite3.connect(next(Path(home).rglob('catalog.sqlite'))); t = time.time()
+    from qmd_nb.store import Store
+    from qmd_nb.embed import get_embedder
+    from qmd_nb.hybrid import QueryParams
+    from qmd_nb.rerank import window_fp
+    st = Store(env={'QMD_NB_HOME': home}); p = QueryParams.from_settings(st.config.settings)
+    fp = window_fp(get_embedder(st.config.settings, {**os.environ, 'QMD_NB_HOME': home}), p.rerank_window, p.rerank_title) # this model's windows only
+    db = sqlite3.connect(st.paths.db); t = time.time()
     while time.time() - t < timeout:
         docs = db.execute("SELECT COUNT(DISTINCT hash) FROM documents").fetchone()[0]
-        have = db.execute("SELECT COUNT(*) FROM windows").fetchone()[0] if db.execute("SELECT 1 FROM sqlite_master WHERE name='windows'").fetchone() else 0
+        have = db.execute("SELECT COUNT(*) FROM windows WHERE fingerprint=?", (fp,)).fetchone()[0] if db.execute("SELECT 1 FROM sqlite_master WHERE name='windows'").fetchone() else 0
         if have >= docs: return time.time() - t
         time.sleep(2)
     raise TimeoutError("reranker warm-up did not finish")
