@@ -73,7 +73,7 @@ def index_paths(name:str='index', # index name, as `--index NAME`
     return IndexPaths(name, cache/name, conf/f'{name}.json')
 
 # %% ../nbs/00_config.ipynb #8a6dd7eb
-DEFAULT_MASK = '**/*.md'
+DEFAULT_MASK = '**/*.{md,markdown,txt,text,pdf,docx,html,htm,xhtml}' # every kind qmd-nb reads (`qmd_nb.convert.KINDS`)
 
 @dataclass
 class Collection:

@@ -20,8 +20,8 @@ from .keyword import keyword_index
 
 # %% auto #0
 __all__ = ['glob_re', 'mask_match', 'discover', 'doc_meta', 'prepare_doc', 'UpdateStats', 'set_total', 'progress_bar',
-           'update_collection', 'update', 'add_collection', 'remove_collection', 'rename_collection', 'context_key',
-           'add_context', 'remove_context', 'git_pull', 'pull_collections']
+           'update_collection', 'update', 'covering', 'add_collection', 'remove_collection', 'rename_collection',
+           'context_key', 'add_context', 'remove_context', 'git_pull', 'pull_collections']
 
 # %% ../nbs/05_index.ipynb #e6cdbd5a
 @lru_cache(maxsize=64)
@@ -51,8 +51,11 @@ def mask_match(masks:list[str], rel:str) -> bool:
     return any(glob_re(m).match(rel) for m in masks)
 
 # %% ../nbs/05_index.ipynb #6a9d8aae
+def _count(d:dict, k): d[k] = d.get(k, 0) + 1
+
 def discover(root:str|Path, # collection folder
-             masks:list[str] # masks a relative path must match
+             masks:list[str], # masks a relative path must match
+             left_out:dict|None=None # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files
             ):
     "Yield (relative path, absolute path, stat) of every file of the collection."
     root = Path(root); real_root = os.path.realpath(root)
@@ -63,14 +66,18 @@ def discover(root:str|Path, # collection folder
         try: entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError: continue
         for e in entries:
-            if e.name.startswith('.') or e.name == 'node_modules': continue
+            if e.name.startswith('.') or e.name == 'node_modules':
+                if left_out is not None and e.name != 'node_modules' and e.is_file(follow_symlinks=False): _count(left_out, 'hidden')
+                continue
             r = f'{rel}{e.name}'
             try:
                 if e.is_symlink() and not inside(os.path.realpath(e.path)): continue
                 if e.is_dir():
                     real = os.path.realpath(e.path)
                     if real not in seen: seen.add(real); stack.append((e.path, r + '/'))
-                elif e.is_file() and mask_match(masks, r): yield r, e.path, e.stat()
+                elif e.is_file():
+                    if mask_match(masks, r): yield r, e.path, e.stat()
+                    elif left_out is not None: _count(left_out, os.path.splitext(e.name)[1].lower() or '(none)')
             except OSError: continue
 
 # %% ../nbs/05_index.ipynb #eba5d426
@@ -107,6 +114,9 @@ class UpdateStats:
     skipped: int = 0 # files that could not be indexed
     problems: dict = field(default_factory=dict) # path -> reason
     error: str|None = None # why the collection could not be updated at all (its documents are kept)
+    left_out: dict = field(default_factory=dict) # files seen but not taken: {extension: n} missed by the mask, {'hidden': n} dot-files
+    @property
+    def unmatched(self) -> int: return sum(v for k, v in self.left_out.items() if k != 'hidden')
     @property
     def changed(self) -> bool: return bool(self.indexed or self.updated or self.removed)
 
@@ -178,7 +188,7 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
     "Bring one collection's documents in line with its folder."
     if not Path(c.path).is_dir(): raise NotFound(f"Collection '{c.name}' folder is missing: {c.path}")
     an, stats, known, seen, docs, touch = an or Analyzer(), UpdateStats(c.name), doc_index(store, c.name), set(), [], []
-    lib, pend, files = library_files(store, c.name), [], list(discover(c.path, c.masks))
+    lib, pend, files = library_files(store, c.name), [], list(discover(c.path, c.masks, stats.left_out))
     def flush(cv):
         nonlocal docs, pend
         new, cache = _converted(store, pend, cv, c, an, stats, lib); pend = []
@@ -223,10 +233,24 @@ def update(store:Store, names:list[str]|None=None, # collections to update (defa
     return stats
 
 # %% ../nbs/05_index.ipynb #ec4a03b7
+def _reached(rel:Path) -> bool: return not any(p.startswith('.') or p == 'node_modules' for p in rel.parts) # as `discover` walks
+
+def covering(store:Store, folder:Path # a resolved folder
+            ) -> tuple[str, str]|None:
+    "(collection, how) for the first collection whose files `folder` would index again: the same folder, one around it, or one inside it."
+    for c in store.config.collections.values():
+        root = Path(c.path).resolve()
+        if root == folder: return c.name, f"is already collection '{c.name}'"
+        if root in folder.parents and _reached(folder.relative_to(root)): return c.name, f"is inside collection '{c.name}' ({root})"
+        if folder in root.parents and _reached(root.relative_to(folder)): return c.name, f"holds collection '{c.name}' ({root})"
+    return None
+
 def add_collection(store:Store, path:str, # folder to index
                    name:str|None=None, # collection name (default: the folder's name)
                    mask:str=DEFAULT_MASK, # glob(s), comma-separated
-                   progress:bool|None=None) -> UpdateStats:
+                   progress:bool|None=None,
+                   force:bool=False # add it even when another collection already covers the folder
+                  ) -> UpdateStats:
     "Add a folder as a collection and index it."
     folder = Path(path).expanduser().resolve()
     if not folder.is_dir(): raise UsageError(f"Not a folder: {path}")
@@ -236,6 +260,9 @@ def add_collection(store:Store, path:str, # folder to index
         store.reload_config()
         if name in store.config.collections:
             raise UsageError(f"Collection '{name}' already exists ({store.config.collections[name].path}); choose another --name")
+        if not force and (cover := covering(store, folder)):
+            raise UsageError(f"{folder} {cover[1]}: its files would be indexed twice and every hit shown twice. "
+                             "Add it anyway with --force (REST: \"force\": true), e.g. when the two masks do not overlap")
         store.config.collections[name] = Collection(name, str(folder), mask)
         store.save_config()
         return update(store, [name], progress)[0]

@@ -21,9 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Literal, Optional, Union # no `from __future__ import annotations`: FastAPI reads the annotations at runtime
 from pydantic import BaseModel, ConfigDict, Field
-from .config import QmdError, UsageError
+from .config import QmdError, UsageError, DEFAULT_MASK
 from .search import search, SearchResult
-from .docs import get, multi_get, status, collection_status, Skipped, Document
+from .docs import get, multi_get, status, collection_status, Skipped, Document, empty_hint
 from .format import search_summary, status_text, doc_text, plural, REST_TRUNC
 from . import index
 from .tools import Engine, run_vsearch, run_query, current_fingerprint
@@ -108,7 +108,8 @@ class EmbedResponse(BaseModel): embeddings: list[list[float]]
 
 class CollectionAddRequest(_Body):
     name: str = Field(min_length=1); path: str = Field(min_length=1, description="Folder on the server's disk")
-    glob_pattern: str = Field('**/*.md', description="Glob(s), comma-separated")
+    glob_pattern: str = Field(DEFAULT_MASK, description="Glob(s), comma-separated (default: every kind qmd-nb reads: md, txt, pdf, docx, html)")
+    force: bool = Field(False, description="Add the folder even when another collection already covers it (its hits would show twice)")
 class CollectionAdded(BaseModel): status: Literal['added']; name: str; path: str; documents: int; content: str
 class CollectionSummary(BaseModel): name: str; path: str; pattern: str; documents: int
 class CollectionsResponse(BaseModel): collections: list[CollectionSummary]; content: str
@@ -218,24 +219,25 @@ class WriteQueue:
 # %% ../nbs/22_rest.ipynb #ec9497b1
 _ERRORS = {c: {'model': ErrorResponse} for c in (400, 404, 413, 503)}
 
-def _results(res:list[SearchResult], q:str) -> dict: return dict(results=[r.to_dict() for r in res], content=search_summary(res, q, rest=True))
+def _results(res:list[SearchResult], q:str, store=None) -> dict:
+    return dict(results=[r.to_dict() for r in res], content=search_summary(res, q, rest=True, hint=empty_hint(store) if store and not res else None))
 
 def _collection(b): return b.collections if getattr(b, 'collections', None) else b.collection
 
 def add_search_routes(app, engine:Engine):
     "POST /search, /vsearch, /query, /get, /multi_get and GET /status."
     @app.post('/search', response_model=SearchResponse, responses=_ERRORS, summary="Keyword (BM25) search")
-    def search_ep(b: SearchRequest): return _results(search(engine.store, b.query, b.limit, b.collection, b.min_score, filter=b.conditions), b.query)
+    def search_ep(b: SearchRequest): return _results(search(engine.store, b.query, b.limit, b.collection, b.min_score, filter=b.conditions), b.query, engine.store)
 
     @app.post('/vsearch', response_model=SearchResponse, responses=_ERRORS, summary="Semantic (vector) search; 503 without vectors")
-    def vsearch_ep(b: VSearchRequest): return _results(run_vsearch(engine, b.query, b.limit, b.min_score, b.collection, b.conditions), b.query)
+    def vsearch_ep(b: VSearchRequest): return _results(run_vsearch(engine, b.query, b.limit, b.min_score, b.collection, b.conditions), b.query, engine.store)
 
     @app.post('/query', response_model=SearchResponse, responses=_ERRORS,
               summary="Hybrid search (keyword search alone while there are no vectors)")
     def query_ep(b: QueryRequest):
         subs = [s.model_dump() for s in b.searches] if b.searches else None
         res, text = run_query(engine, b.query, b.limit, b.min_score, _collection(b), subs, b.intent, b.rerank, b.candidate_limit, b.explain, b.conditions)
-        return _results(res, text)
+        return _results(res, text, engine.store)
 
     @app.post('/get', response_model=GetResponse, responses=_ERRORS, summary="One document, or lines of it")
     def get_ep(b: GetRequest): return dict(document=doc_out(get(engine.store, b.file, b.from_line, b.max_lines, b.line_numbers)), content=None)
@@ -286,7 +288,7 @@ def add_collection_routes(app, engine:Engine, q:WriteQueue):
     st = engine.store
     @app.post('/collections/add', response_model=CollectionAdded, responses=_ERRORS, summary="Add a folder and index it")
     async def add_ep(b: CollectionAddRequest):
-        s = await q.run(index.add_collection, st, b.path, b.name, b.glob_pattern, False)
+        s = await q.run(index.add_collection, st, b.path, b.name, b.glob_pattern, False, b.force)
         c, n = st.config.collections[s.collection], _count(st, s.collection)
         return dict(status='added', name=c.name, path=c.path, documents=n, content=f"Added collection '{c.name}' with {plural(n, 'document')}")
 

@@ -12,7 +12,7 @@ from .config import QmdError, UsageError
 from .store import Store
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult
-from .docs import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc
+from .docs import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc, empty_hint, ADD_COLLECTION
 from .format import search_summary, status_text, doc_text
 
 # %% auto #0
@@ -109,15 +109,18 @@ def guarded(fn):
     wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = fn.__name__, fn.__doc__, fn
     return wrapper
 
-def results_result(results:list[SearchResult], q:str) -> ToolResult:
+def results_result(results:list[SearchResult], q:str,
+                   hint:str|None=None # added to an empty summary: what to run (the index has no collections)
+                  ) -> ToolResult:
     "Search results as the contract gives them: a summary and `structuredContent.results`."
-    return ToolResult([text_block(search_summary(results, q))], {'results': [r.to_dict() for r in results]})
+    return ToolResult([text_block(search_summary(results, q, hint=hint))], {'results': [r.to_dict() for r in results]})
 
 # %% ../nbs/20_tools.ipynb #c3713080
 def run_vsearch(engine:Engine, query:str, limit:int=10, min_score:float=0.3, collection=None,
                 filter:dict|None=None # metadata conditions (see `qmd_nb.filter`)
                ) -> list[SearchResult]:
-    "Semantic search results; `VectorIndexMissing` when there are no vectors for the model yet."
+    "Semantic search results (none, without loading the model, while the index has no collections); `VectorIndexMissing` when there are no vectors yet."
+    if not engine.store.config.collections: return [] # the summary says what to run (`empty_hint`)
     from qmd_nb.vectors import vsearch, has_vectors, VectorIndexMissing # imported on first use: the MCP server starts without them
     emb = engine.embedder
     if not has_vectors(engine.store, emb.fingerprint): raise VectorIndexMissing()
@@ -149,12 +152,12 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
 def search_tool(engine:Engine, query:str, limit:int=10, minScore:float=0, collection:str|None=None, filter:dict|None=None) -> ToolResult:
     "Keyword (BM25) search."
     from qmd_nb.search import search # numpy comes with it: on first use, not at server start
-    return results_result(search(engine.store, query, limit, collection, minScore, filter=filter), query)
+    return results_result(search(engine.store, query, limit, collection, minScore, filter=filter), query, empty_hint(engine.store))
 
 @guarded
 def vsearch_tool(engine:Engine, query:str, limit:int=10, minScore:float=0.3, collection:str|None=None, filter:dict|None=None) -> ToolResult:
     "Semantic (vector) search; an error when there are no vectors yet."
-    return results_result(run_vsearch(engine, query, limit, minScore, collection, filter), query)
+    return results_result(run_vsearch(engine, query, limit, minScore, collection, filter), query, empty_hint(engine.store))
 
 @guarded
 def query_tool(engine:Engine, query:str|None=None, limit:int=10, minScore:float=0, collection:str|None=None,
@@ -164,7 +167,7 @@ def query_tool(engine:Engine, query:str|None=None, limit:int=10, minScore:float=
               ) -> ToolResult:
     "Hybrid search."
     res, text = run_query(engine, query, limit, minScore, collections or collection, searches, intent, rerank, candidateLimit, filter=filter)
-    return results_result(res, text)
+    return results_result(res, text, empty_hint(engine.store))
 
 def has_vectors_any(store:Store) -> bool: return bool(store.q("SELECT 1 FROM embedded LIMIT 1"))
 
@@ -284,6 +287,9 @@ You can also access documents directly via the `qmd://` URI scheme:
 def instructions(engine:Engine) -> str:
     "A summary of the index for the MCP `initialize` answer."
     s = status(engine.store, None)
+    if not s.collections:
+        return ("qmd-nb: local search over the user's documents, but this index has no collections yet, so every search comes back "
+                f"empty. Ask the user to add a folder: `{ADD_COLLECTION}` (then `qmd-nb embed` for semantic search).")
     desc = {n: c.description for n, c in engine.store.config.collections.items()}
     cols = ', '.join(f"{c.name} ({c.documents} docs{': ' + desc[c.name] if desc.get(c.name) else ''})" for c in s.collections) or 'none yet'
     vec = 'available' if has_vectors_any(engine.store) else "not available until 'qmd-nb embed' runs; use search"
