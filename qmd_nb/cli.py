@@ -334,7 +334,7 @@ def _vector_parsers(sp):
     p = _sub(sp, 'embed', cmd_embed, 'Embed pending documents (resumable; Ctrl-C keeps what is done)')
     p.add_argument('-f', '--force', action='store_true', help='drop this model\'s vectors and embed everything again')
     p.add_argument('-c', '--collection', action='append', help='only this collection (repeatable)'); _format_args(p)
-    for name, func, h, ms in (('vsearch', cmd_vsearch, 'Semantic (vector) search', 0.3), ('query', cmd_query, 'Hybrid search: keyword + vectors, expansion, fusion, reranking', 0.0)):
+    for name, func, h, ms in (('vsearch', cmd_vsearch, 'Semantic (vector) search', 0.3), ('query', cmd_query, 'Hybrid search: keyword + vectors, expansion, fusion, reranking', 0.01)):
         p = _sub(sp, name, func, h)
         p.add_argument('query'); p.add_argument('-n', type=_positive_int, default=10, help='number of results (default 10)')
         p.add_argument('-c', '--collection', help='only these collections (comma-separated)')

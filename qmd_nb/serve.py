@@ -83,6 +83,7 @@ def serve(engine, # the engine to serve
     "Serve `engine` until end of input (stdio), Ctrl-C or SIGTERM."
     if transport not in TRANSPORTS: raise QmdError(f"Unknown transport {transport!r}: choose from {', '.join(TRANSPORTS)}")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format='qmd-nb: %(levelname)s %(name)s: %(message)s')
+    for h in logging.getLogger().handlers: h.setLevel(logging.WARNING) # libraries that set their own loggers to DEBUG (bm25s does) stay quiet
     tools = profiles_ready(engine, tools)
     if transport == 'mcp':
         from qmd_nb.stdio import serve_stdio

@@ -199,7 +199,11 @@ def expected_chunks(docs:int, chunks:int, # contents planned so far, and their c
 def _ticker(bar):
     "A `progress(done, total)` callback for `Embedder.embed_docs` that advances `bar` batch by batch."
     seen = [0]
-    def tick(done, total): bar.update(done - seen[0]); seen[0] = done
+    def tick(done, total):
+        if getattr(bar, 'n', None) == 0 and hasattr(bar, 'reset'): # the first batch: its time includes loading the model, so the
+            bar.reset(bar.total); bar.n = bar.last_print_n = done - seen[0]; bar.refresh() # rate (and ETA) is measured from here
+        else: bar.update(done - seen[0])
+        seen[0] = done
     return tick
 
 def _write(store:Store, vs, fp:str, part:dict, vecs):

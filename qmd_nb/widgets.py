@@ -135,9 +135,8 @@ class SearchUI:
         return W.VBox([W.HBox([self.query, self.mode]), W.HBox([self.collection, self.limit, self.min_score]),
                        self.status, self.table, self.choice, self.doc])
 
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+    def _repr_mimebundle_(self, **kw): # the widget's own bundle: Jupyter draws it, and a captured run (nbdev-test) records it instead of printing
+        return self.widget._repr_mimebundle_(**kw)
 
 def search_ui(source:Store|Engine, # an index, or an engine already serving one
               embedder_factory=None, # () -> embedder (default: the index settings' model)
