@@ -13,9 +13,10 @@ if [ -n "$(git status --porcelain -- nbs qmd_nb)" ]; then
   echo "FAIL: notebooks are not clean or qmd_nb/ differs from what the notebooks export" >&2
   exit 1
 fi
-echo "== README.md is nbs/index.ipynb; nbs/sidebar.yml lists every notebook"
+echo "== README.md is nbs/index.ipynb; nbs/sidebar.yml lists every notebook; nbdev-docs runs every notebook as nbdev-test does"
 $B/python tools/readme.py --check
 $B/python tools/render_docs.py --check-sidebar
+$B/python tools/check_docs_exec.py
 echo "== nbdev-test"
 $B/nbdev-test
 echo "== pytest"
