@@ -6,20 +6,20 @@ Docs: https://qmd-nb.github.io/qmd-nb/tools.html.md"""
 
 # %% ../nbs/20_tools.ipynb #bdf330d0
 from __future__ import annotations
-import threading
+import json, threading
 from dataclasses import dataclass
 from .config import QmdError, UsageError
 from .store import Store
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult
-from .docs import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc, empty_hint, ADD_COLLECTION
+from .docs import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc, empty_hint, ADD_COLLECTION, qmd_uri
 from .format import search_summary, status_text, doc_text
 
 # %% auto #0
-__all__ = ['QUERY_GUIDE', 'ModelNotLoaded', 'Engine', 'ToolResult', 'text_block', 'error_result', 'guarded', 'results_result',
-           'run_vsearch', 'run_query', 'search_tool', 'vsearch_tool', 'query_tool', 'has_vectors_any', 'resource_block',
-           'get_tool', 'multi_get_tool', 'status_structured', 'current_fingerprint', 'status_tool', 'read_document',
-           'instructions']
+__all__ = ['LIST_PAGE', 'QUERY_GUIDE', 'ModelNotLoaded', 'Engine', 'ToolResult', 'text_block', 'error_result', 'guarded',
+           'results_result', 'run_vsearch', 'run_query', 'search_tool', 'vsearch_tool', 'query_tool', 'has_vectors_any',
+           'resource_block', 'get_tool', 'multi_get_tool', 'status_structured', 'current_fingerprint', 'status_tool',
+           'read_document', 'list_documents', 'instructions']
 
 # %% ../nbs/20_tools.ipynb #78fd2e94
 class ModelNotLoaded(QmdError):
@@ -217,6 +217,32 @@ def read_document(engine:Engine, uri:str) -> str:
     if not path: raise UsageError(f"Not a document URI: {uri}")
     return doc_text(read_doc(engine.store, find_doc(engine.store, path), line_numbers=True))
 
+# %% ../nbs/20_tools.ipynb #38bc8c4c
+LIST_PAGE = 200
+
+def _cursor(after:tuple|None) -> str|None:
+    import base64
+    return base64.urlsafe_b64encode(json.dumps(list(after)).encode()).decode() if after else None
+
+def _after(cursor:str|None) -> tuple:
+    "The (collection, path) a cursor stands for; UsageError for one this server did not make."
+    import base64, binascii
+    if not cursor: return ('', '')
+    try: c, p = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, TypeError, binascii.Error): raise UsageError(f"Invalid cursor: {cursor[:40]!r}") from None
+    if not (isinstance(c, str) and isinstance(p, str)): raise UsageError(f"Invalid cursor: {cursor[:40]!r}")
+    return c, p
+
+def list_documents(engine:Engine, cursor:str|None=None, # from the previous page's `next_cursor`
+                   limit:int|None=None # documents per page (default `LIST_PAGE`)
+                  ) -> tuple[list[dict], str|None]:
+    "One page of the indexed documents as MCP resources (uri, name, title, mimeType, size), and the cursor of the next page (None: the last)."
+    limit = limit or LIST_PAGE
+    rows = engine.store.q("SELECT collection, path, title, size FROM documents WHERE (collection, path) > (?, ?) "
+                          "ORDER BY collection, path LIMIT ?", (*_after(cursor), limit + 1))
+    page = [dict(uri=qmd_uri(f'{c}/{p}'), name=f'{c}/{p}', title=t, mimeType='text/markdown', size=s) for c, p, t, s in rows[:limit]]
+    return page, _cursor(rows[limit - 1][:2]) if len(rows) > limit else None
+
 # %% ../nbs/20_tools.ipynb #33947283
 QUERY_GUIDE = """# QMD - Quick Markdown Search
 
@@ -294,4 +320,5 @@ def instructions(engine:Engine) -> str:
     cols = ', '.join(f"{c.name} ({c.documents} docs{': ' + desc[c.name] if desc.get(c.name) else ''})" for c in s.collections) or 'none yet'
     vec = 'available' if has_vectors_any(engine.store) else "not available until 'qmd-nb embed' runs; use search"
     return (f"qmd-nb: local search over {s.total_documents} documents in collections: {cols}. Semantic search (vsearch, query): {vec}. "
-            "Start with search for keywords, query for the best ranking; then get or multi_get to read what you found.")
+            "Start with search for keywords, query for the best ranking; then get or multi_get to read what you found "
+            "(resources/list pages through every document as qmd:// resources).")
