@@ -54,7 +54,7 @@ class Engine:
         with self._lock:
             if not hasattr(self, '_thread'):
                 self._thread = threading.Timer(delay, self._load); self._thread.daemon = True; self._thread.start()
-            elif delay == 0 and not self._began:
+            elif delay == 0 and not self._began and isinstance(self._thread, threading.Timer): # a second impatient tool finds a Thread: it waits
                 self._thread.cancel(); self._thread = threading.Thread(target=self._load, daemon=True); self._thread.start()
         return self
 

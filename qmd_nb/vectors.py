@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/vectors.html.md"""
 
 # %% ../nbs/10_vectors.ipynb #a2ade385
 from __future__ import annotations
-import hashlib, os, time
+import hashlib, os, threading, time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -57,6 +57,8 @@ def space_name(fingerprint:str) -> str:
     return 'qmdnb-' + hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
 
 # %% ../nbs/10_vectors.ipynb #8a47f44e
+_OPENING = threading.Lock() # Chroma's client registry is not safe when two threads open the same folder at once (a server's tools and warm-up)
+
 class VectorStore:
     "The chunk vectors of one embedding fingerprint."
     def __new__(cls, store:Store, fingerprint:str, env:dict|None=None):
@@ -65,6 +67,9 @@ class VectorStore:
         return store.cache[key]
 
     def __init__(self, store:Store, fingerprint:str, env:dict|None=None):
+        with _OPENING: self._open(store, fingerprint, env)
+
+    def _open(self, store, fingerprint, env):
         if getattr(self, 'col', None) is not None: return
         self.store, self.fingerprint = store, fingerprint
         key = ('chroma', chroma_url(store, env))
