@@ -90,7 +90,7 @@ class TokenStore:
     def __init__(self, folder:Path # the config folder (`qmd_nb.config.base_dirs`)
                 ):
         self.folder, self.path = Path(folder), Path(folder)/'tokens.json'
-        self._seen, self._data, self._principals = object(), {}, {}
+        self._seen, self._data, self._principals, self._by_id = object(), {}, {}, {}
 
     def data(self) -> dict:
         "The file's content, read again when it changed on disk."
@@ -99,7 +99,12 @@ class TokenStore:
             try: d = json.loads(self.path.read_text()) if sig else {}
             except (OSError, ValueError): d = {} # unreadable: no token is valid (fail closed)
             self._data, self._seen, self._principals = d if isinstance(d, dict) else {}, sig, {}
+            self._by_id = {t.get('id'): t for t in self._data.get('tokens', []) if isinstance(t, dict)}
         return self._data
+
+    def record(self, tid:str) -> dict|None:
+        "The token or grant with this id, as the file holds it now."
+        self.data(); return self._by_id.get(tid)
 
     def update(self, fn):
         "Apply `fn` to the file's content under a lock shared with other processes, write it back; `fn`'s result."
@@ -155,11 +160,10 @@ def _verify(self:TokenStore, secret:str) -> Principal|None:
     "The principal of a valid, unexpired token; None for anything else."
     m = TOKEN_RE.match(secret or '')
     if not m: return None
-    d = self.data()
+    rec = self.record(m[1])
     p = self._principals.get(m[1])
     if p is None:
-        rec = next((t for t in d.get('tokens', []) if t['id'] == m[1] and t.get('kind') == 'token'), None)
-        if rec is None: return None
+        if rec is None or rec.get('kind') != 'token': return None
         p = self._principals[m[1]] = (rec, Principal(rec['name'], rec['scope'], None if rec.get('collections') is None else frozenset(rec['collections']), rec['id']))
     rec, principal = p
     if not hmac.compare_digest(rec['hash'], token_hash(secret)): return None
