@@ -10,7 +10,7 @@ import hashlib, json, os, re, threading, time, uuid
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit, unquote
-from .config import Collection, QmdError, UsageError, NotFound, check_name
+from .config import Collection, QmdError, UsageError, NotFound, check_name, private_dir
 from .store import (Store, DocRow, put_docs, remove_docs, drop_orphans, add_problem, cached_conversion,
                           cache_conversions, generation, now_iso, docs_by_ids)
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS
@@ -59,7 +59,7 @@ def ensure_library(store:Store, library:str) -> Collection:
     folder, c = library_dir(store, library), store.config.collections.get(library)
     if c is not None and not is_library(store, library):
         raise UsageError(f"'{library}' is a folder collection ({c.path}), not a library: ingest into another library name")
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder.parent); private_dir(folder)
     if c is None:
         c = store.config.collections[library] = Collection(library, str(folder), LIBRARY_MASK, 'Files and pages ingested one by one')
         store.save_config()
@@ -223,7 +223,9 @@ def _write(store, library, src, path, data, h, conv, metadata):
                       hash=excluded.hash, metadata=excluded.metadata, ingested_at=excluded.ingested_at""",
                    (library, src, path, h, json.dumps(metadata or {}, ensure_ascii=False), now_iso()))
     f = library_dir(store, library)/path
-    tmp = f.with_name(f'.{f.name}.tmp'); tmp.write_bytes(data); os.replace(tmp, f)
+    tmp = f.with_name(f'.{f.name}.tmp')
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'wb') as out: out.write(data) # a copy of someone's file: the owner's only
+    os.replace(tmp, f)
     st = f.stat()
     nd = prepare_doc(library, path, conv.text, h, Analyzer(), st.st_size, st.st_mtime, meta=doc_meta(conv.meta, src, metadata),
                      front_matter=conv.kind in ('md', 'txt'))
