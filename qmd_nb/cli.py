@@ -80,10 +80,11 @@ def cmd_search(a):
     if out: print(out)
 
 def _remote(a, endpoint, **extra):
-    "Results from a running server (`--mode server`)."
+    "Results from a running server (`--mode server`), asked with this user's token (`QMD_NB_TOKEN`, or the default one)."
     from qmd_nb.serve import remote_search, server_url
+    from qmd_nb.auth import client_token
     body = dict(query=a.query, limit=a.n, min_score=a.min_score, collection=a.collection, filter=_filter(a), **extra)
-    return remote_search(a.server or server_url(), endpoint, body)
+    return remote_search(a.server or server_url(a.env), endpoint, body, client_token(a.env))
 
 def cmd_get(a):
     "get"

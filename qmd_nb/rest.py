@@ -312,6 +312,8 @@ def add_collection_routes(app, engine:Engine, q:WriteQueue):
     E = lambda op: Depends(needs(engine, op))
     @app.post('/collections/add', response_model=CollectionAdded, responses=_ERRORS, summary="Add a folder (under an allowed path) and index it")
     async def add_ep(b: CollectionAddRequest, e=E('collections.add')):
+        from qmd_nb.config import check_name
+        check_name(b.name) # a bad name is the first thing to say, before where the folder is
         s = await q.run(index.add_collection, e.store, confine_path(e, b.path), b.name, b.glob_pattern, False)
         c, n = e.store.config.collections[s.collection], _count(e.store, s.collection)
         return dict(status='added', name=c.name, path=c.path, documents=n, content=f"Added collection '{c.name}' with {plural(n, 'document')}")
