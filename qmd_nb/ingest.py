@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit, unquote
 from .config import Collection, QmdError, UsageError, NotFound, check_name, private_dir
 from .store import (Store, DocRow, put_docs, remove_docs, drop_orphans, add_problem, cached_conversion,
-                          cache_conversions, generation, now_iso, docs_by_ids)
+                          cache_conversions, generation, now_iso, docs_by_ids, check_allowed)
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS
 from .text import Analyzer
 from .index import prepare_doc, doc_meta
@@ -181,9 +181,10 @@ def chunk_count(store:Store, text:str, start:int, title:str, hash:str) -> int:
     from qmd_nb.embed import chunk_params
     return len(chunk_lines(text.split('\n'), title, start, **chunk_params(store.config.settings)))
 
-def _check_args(source, library, metadata):
+def _check_args(source, library, metadata, store=None):
     if not isinstance(source, str) or not source.strip(): raise UsageError("source must be a file path or an http(s) URL")
     check_name(library, 'library')
+    if store is not None: check_allowed(store, library) # a token limited to collections: refused before anything is fetched
     if metadata is not None and not isinstance(metadata, dict): raise UsageError(f"metadata must be an object (got {type(metadata).__name__})")
     try: json.dumps(metadata)
     except (TypeError, ValueError) as e: raise UsageError(f"metadata must be JSON: {e}") from None
@@ -196,7 +197,7 @@ def ingest(store:Store, source:str, # a file path or an http(s) URL
            max_bytes:int=200 * 2**20 # largest file or page accepted
           ) -> IngestResult:
     "Add one file or URL to a library: `indexed`, `replaced` or `skipped` (same content as last time)."
-    _check_args(source, library, metadata)
+    _check_args(source, library, metadata, store)
     src, data, kind, charset, name = _read_source(source.strip(), max_bytes)
     h = hashlib.sha256(data).hexdigest()
     with store.writing():
@@ -282,7 +283,7 @@ def _run_job(store, jid, source, library, metadata):
 
 def start_ingest(store:Store, source:str, library:str='default', metadata:dict|None=None) -> str:
     "Start ingesting in the background; returns the job id."
-    _check_args(source, library, metadata)
+    _check_args(source, library, metadata, store)
     jid, ts = uuid.uuid4().hex, now_iso()
     with store.tx() as db:
         db.execute("INSERT INTO jobs VALUES(?,?,?,?,?,?,?,?,?,?)", (jid, source.strip(), library, json.dumps(metadata), 'processing', None, None, os.getpid(), ts, ts))

@@ -16,7 +16,7 @@ __all__ = ['SCHEMA', 'now_iso', 'DocRow', 'NewDoc', 'Store', 'get_collection', '
            'remove_docs', 'drop_orphans', 'doc_index', 'docs_by_ids', 'doc_bodies', 'doc_body', 'cached_conversion',
            'cache_conversions', 'library_files', 'hashes_with_prefix', 'docid', 'is_docid', 'docs_by_docid',
            'set_problems', 'add_problem', 'mark_updated', 'forget_collection', 'rename_in_catalog', 'limit_config',
-           'StoreView']
+           'check_allowed', 'StoreView']
 
 # %% ../nbs/03_store.ipynb #053d0239
 SCHEMA = """
@@ -340,6 +340,12 @@ def limit_config(cfg:Config, allowed:frozenset) -> Config:
     "The part of a config about the `allowed` collections (the global context is left out: it may describe the others)."
     return Config({n: c for n, c in cfg.collections.items() if n in allowed},
                   {k: v for k, v in cfg.contexts.items() if _context_collection(k) in allowed}, dict(cfg.settings))
+
+def check_allowed(store:Store, name:str) -> str:
+    "`name` if the store may hold a collection of that name (any, unless it is a view), else `Forbidden`; the same answer whether it exists or not."
+    if store.allowed is not None and name not in store.allowed:
+        raise Forbidden(f"Not allowed: '{name}' is not one of this token's collections ({', '.join(sorted(store.allowed))})")
+    return name
 
 class StoreView(Store):
     "A store limited to some collections: reads see only their rows and config; writes go to the whole store."
