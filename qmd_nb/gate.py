@@ -6,8 +6,9 @@ Docs: https://qmd-nb.github.io/qmd-nb/gate.html.md"""
 
 # %% auto #0
 __all__ = ['DEFAULT_PORTS', 'CORS_METHODS', 'CORS_HEADERS', 'CORS_EXPOSE', 'PUBLIC', 'parse_host', 'parse_origin', 'Allowed',
-           'preflight_headers', 'with_cors', 'is_public', 'challenge', 'send_json', 'Gate', 'Unauthenticated', 'needs',
-           'principal', 'check_routes', 'trusted', 'read_body', 'mcp_operations', 'McpDoor', 'RateLimit']
+           'preflight_headers', 'with_cors', 'private', 'is_public', 'challenge', 'send_json', 'Gate',
+           'Unauthenticated', 'needs', 'principal', 'check_routes', 'trusted', 'read_body', 'mcp_operations', 'McpDoor',
+           'RateLimit']
 
 # %% ../nbs/21b_gate.ipynb #498c5562
 # no `from __future__ import annotations`: FastAPI reads the dependency's annotations at runtime
@@ -75,6 +76,16 @@ def with_cors(send, origin:str):
     return send_cors
 
 # %% ../nbs/21b_gate.ipynb #9050dc84
+def private(send):
+    "Wrap an ASGI `send` so an answer holding someone's data is not kept by caches nor sniffed as another type."
+    async def send_private(m):
+        if m['type'] == 'http.response.start':
+            have = {k.lower() for k, _ in m.get('headers', [])}
+            extra = [(k, v) for k, v in ((b'cache-control', b'no-store'), (b'x-content-type-options', b'nosniff')) if k not in have]
+            if extra: m = dict(m, headers=[*m.get('headers', []), *extra])
+        await send(m)
+    return send_private
+
 PUBLIC = frozenset({'/health', '/docs', '/docs/oauth2-redirect', '/redoc', '/openapi.json', '/authorize', '/token', '/register', '/revoke', '/oauth/consent'})
 
 def is_public(path:str) -> bool: return path in PUBLIC or path.startswith('/.well-known/')
@@ -120,7 +131,7 @@ class Gate:
             if not is_public(scope['path']): return await self.deny(scope, send, sent)
             return await self.app(scope, receive, send)
         user, creds = self.user(p)
-        await self.app(dict(scope, **{'qmd.principal': p, 'user': user, 'auth': creds}), receive, send)
+        await self.app(dict(scope, **{'qmd.principal': p, 'user': user, 'auth': creds}), receive, private(send))
 
     async def deny(self, scope, send, sent:bool):
         why = "Invalid, expired or revoked token" if sent else "Authentication required: send 'Authorization: Bearer <token>' (see 'qmd-nb token create')"

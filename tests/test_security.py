@@ -116,6 +116,7 @@ def world(tmp_path_factory):
     (allowed/'link-secret').symlink_to(secret_dir); (allowed/'link-vault').symlink_to(vault) # inside an allowed folder, pointing out of it
     qmd('collection', 'add', pub, '--name', 'pub'); qmd('collection', 'add', vault, '--name', 'vault7')
     qmd('context', 'add', 'qmd://vault7', f"The {MARK['title']} collection")
+    qmd('embed') # so that the vector store's files are on disk too, and semantic search answers
     tok = {k: qmd('token', 'create', '--scope', k.split('-')[0], *(['--collections', ','.join(LIMITED)] if k.endswith('-pub') else []), '--name', k).stdout.strip()
            for k in ('read', 'write', 'admin', 'read-pub', 'write-pub', 'admin-pub')}
     tok['expired'] = qmd('token', 'create', '--scope', 'admin', '--expires', '1h', '--name', 'expired').stdout.strip()
@@ -193,7 +194,7 @@ def rest_probes(w) -> list:
     return [
         ('search', 'POST', '/search', {'query': 'rsync plans'}, 'read', 200, 200),
         ('search-vault', 'POST', '/search', {'query': 'rsync', 'collection': 'vault7'}, 'read', 200, 404),
-        ('vsearch', 'POST', '/vsearch', {'query': 'rsync plans'}, 'read', 503, 503),
+        ('vsearch', 'POST', '/vsearch', {'query': 'rsync plans', 'min_score': 0}, 'read', 200, 200),
         ('query', 'POST', '/query', {'query': 'rsync plans'}, 'read', 200, 200),
         ('query-vault', 'POST', '/query', {'query': 'rsync plans', 'collections': ['vault7']}, 'read', 200, 404),
         ('get-vault', 'POST', '/get', {'file': f"vault7/{MARK['file']}.md"}, 'read', 200, 404),
@@ -268,7 +269,7 @@ def mcp_probes(w) -> dict:
     return {
         'qmd': [('tools/list', ('tools/list', {}), 'read', False), ('templates', ('resources/templates/list', {}), 'read', False),
                 ('search', call('search', {'query': 'rsync plans'}), 'read', False), ('search-vault', call('search', {'query': 'rsync', 'collection': 'vault7'}), 'read', False),
-                ('vsearch', call('vsearch', {'query': 'rsync plans'}), 'read', False), ('query', call('query', {'query': 'rsync plans'}), 'read', False),
+                ('vsearch', call('vsearch', {'query': 'rsync plans', 'minScore': 0}), 'read', False), ('query', call('query', {'query': 'rsync plans'}), 'read', False),
                 ('get', call('get', {'file': vfile}), 'read', False), ('get-typo', call('get', {'file': 'vault7/hidden-plan-8.md'}), 'read', False),
                 ('get-docid', call('get', {'file': w['vault_docid']}), 'read', False), ('multi_get', call('multi_get', {'pattern': '*/*.md'}), 'read', False),
                 ('status', call('status', {}), 'read', False),
@@ -420,6 +421,7 @@ def test_index_files_are_the_owners_alone(world):
     home = w['home']
     files = [p for p in home.rglob('*')]
     assert any(p.name == 'catalog.sqlite' for p in files) and any('libraries' in p.parts for p in files) and (home/'config'/'tokens.json').exists()
+    assert any(p.name == 'chroma.sqlite3' for p in files), sorted(str(p.relative_to(home)) for p in files) # the vector store's
     wide = [f"{oct(p.stat().st_mode & 0o777)} {p}" for p in [home, *files] if not p.is_symlink() and p.stat().st_mode & 0o077]
     assert not wide, wide[:20]
     targets = [home/'cache'/'index'/'catalog.sqlite', home/'config'/'tokens.json', home/'config'/'token', home/'config'/'index.json',
@@ -435,3 +437,25 @@ def test_no_auth_is_loopback_only(world):
 def test_zz_totals():
     print(f"\nsecurity probes: {TOTALS['probes']} probes, {TOTALS['leaks']} leaks")
     assert TOTALS['probes'] > 500 and TOTALS['leaks'] == 0
+
+def test_https(qmd, notes, tmp_path):
+    "--cert/--key serve HTTPS; OAuth then runs off loopback too, with an https issuer."
+    from test_rest import free_port
+    qmd('collection', 'add', notes, '--name', 'notes')
+    cert, key = tmp_path/'cert.pem', tmp_path/'key.pem'
+    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
+                   check=True, capture_output=True)
+    port = free_port()
+    p = subprocess.Popen([QMD_BIN, 'serve', '--port', str(port), '--cert', cert, '--key', key], env=qmd.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url, ca = f'https://127.0.0.1:{port}', __import__('ssl').create_default_context(cafile=str(cert))
+        for _ in range(300):
+            try: httpx.get(url + '/health', verify=ca); break
+            except httpx.TransportError: time.sleep(0.1)
+        token = (qmd.home/'config'/'token').read_text().strip()
+        r = httpx.post(url + '/search', json={'query': 'rsync'}, headers={'Authorization': f'Bearer {token}'}, verify=ca)
+        assert r.status_code == 200 and r.json()['results'][0]['file'] == 'notes/backup.md'
+        assert httpx.get(url + '/.well-known/oauth-authorization-server', verify=ca).json()['issuer'] == url
+        with pytest.raises(httpx.TransportError): httpx.get(f'http://127.0.0.1:{port}/health') # no plain HTTP on that port
+    finally:
+        p.terminate(); p.wait(30)
