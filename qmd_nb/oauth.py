@@ -13,7 +13,8 @@ from .auth import TokenStore, Principal, SCOPES, token_hash
 
 # %% auto #0
 __all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS', 'MAX_TRIES', 'RATE_LIMITS', 'scope_list',
-           'top_scope', 'OAuthServer', 'consent_html', 'consent_routes', 'resource_metadata_url', 'oauth_routes']
+           'top_scope', 'printable', 'OAuthServer', 'consent_html', 'consent_routes', 'resource_metadata_url',
+           'oauth_routes']
 
 # %% ../nbs/21c_oauth.ipynb #a90b5ef5
 ACCESS_TTL, REFRESH_TTL, CODE_TTL, CONSENT_TTL = 3600, 30 * 86400, 300, 600 # seconds
@@ -30,6 +31,10 @@ def top_scope(scopes) -> str|None:
 
 # %% ../nbs/21c_oauth.ipynb #ab5624e7
 def _slug(s:str) -> str: return re.sub(r'[^A-Za-z0-9_.-]+', '-', s or '').strip('-.')[:40] or 'client'
+
+def printable(s:str, n:int=80) -> str:
+    "A client's words as one plain line for the owner's terminal: no control characters (escape sequences), at most `n` characters."
+    return re.sub(r'[\x00-\x1f\x7f-\x9f]', '?', str(s))[:n]
 
 def _loopback_or_https(uri:str) -> bool:
     u = urlsplit(uri)
@@ -75,8 +80,8 @@ async def _authorize(self:OAuthServer, client, params) -> str:
     rid, code = secrets.token_urlsafe(32), f"{secrets.randbelow(10**8):08d}"
     self.pending[rid] = dict(client=client, params=params, code=token_hash(code), until=time.time() + CONSENT_TTL, tries=0)
     to = urlsplit(str(params.redirect_uri)).netloc
-    self.announce(f"OAuth: '{client.client_name or client.client_id}' asks for access ({' '.join(params.scopes or []) or 'no scope named'}; "
-                  f"it will receive the answer at {to}). To approve, enter {code[:4]}-{code[4:]} on the page the browser opened (valid 10 minutes).")
+    self.announce(f"OAuth: '{printable(client.client_name or client.client_id)}' asks for access ({printable(' '.join(params.scopes or []) or 'no scope named')}; "
+                  f"it will receive the answer at {printable(to)}). To approve, enter {code[:4]}-{code[4:]} on the page the browser opened (valid 10 minutes).")
     return f"{self.issuer}/oauth/consent?request={rid}"
 
 def _approver(self:OAuthServer, req:dict, secret:str) -> Principal:
