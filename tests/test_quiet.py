@@ -1,7 +1,7 @@
 """On success, the commands people run most print nothing on stderr but progress and their summary: no library
 warnings (transformers' `loss_type`), no debug lines (bm25s' `Building index`), no empty-index hints where there are
 collections. Subprocesses have no terminal, so there are no progress bars here: stderr must be empty, except the
-HTTP server's one line saying where it listens."""
+HTTP server's start-up lines saying where it listens and how clients get in."""
 import json, re, subprocess, time, urllib.request
 from conftest import QMD_BIN
 from test_readme import free_port, wait_for, _get
@@ -36,9 +36,13 @@ def test_http_server_says_where_it_listens_and_nothing_else(qmd, notes):
     try:
         wait_for(lambda: _get(f'http://127.0.0.1:{port}/health'), 120, 'the server')
         (notes/'new.md').write_text('# New\n\nA fresh note about tapes.\n')
-        req = urllib.request.Request(f'http://127.0.0.1:{port}/update', data=b'{}', headers={'Content-Type': 'application/json'})
-        assert json.loads(urllib.request.urlopen(req, timeout=120).read())['status'] == 'updated' # rebuilds the keyword index in the server
-        assert json.loads(_get(f'http://127.0.0.1:{port}/status'))['total_documents'] == 9
+        auth = {'Authorization': f"Bearer {(qmd.home/'config'/'token').read_text().strip()}"} # made by the server on first use
+        call = lambda path, body=None: json.loads(urllib.request.urlopen(urllib.request.Request(f'http://127.0.0.1:{port}{path}', data=body,
+                                                  headers={'Content-Type': 'application/json', **auth}), timeout=120).read())
+        assert call('/update', b'{}')['status'] == 'updated' # rebuilds the keyword index in the server
+        assert call('/status')['total_documents'] == 9
     finally:
         p.terminate(); _, err = p.communicate(timeout=60)
-    assert p.returncode == 0 and err.splitlines() == [f'qmd-nb: REST on http://127.0.0.1:{port}, MCP (Streamable HTTP) on http://127.0.0.1:{port}/mcp'], err
+    lines = err.splitlines() # what the server says when it starts (where it listens, how clients get in), and nothing after
+    assert p.returncode == 0 and lines[0] == f'qmd-nb: REST on http://127.0.0.1:{port}, MCP (Streamable HTTP) on http://127.0.0.1:{port}/mcp', err
+    assert all(l.startswith('qmd-nb: ') and not re.search(r'DEBUG|WARNING|ERROR|Traceback|loss_type', l) for l in lines), err
