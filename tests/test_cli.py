@@ -160,5 +160,5 @@ def test_usage_errors(qmd, notes):
 def test_named_indexes_are_separate(qmd, notes):
     qmd('--index', 'work', 'collection', 'add', notes, '--name', 'notes')
     assert qmd('--index', 'work', 'search', 'pasta', '--format', 'files').stdout.strip() == 'notes/cooking/pasta.md'
-    assert 'No collections yet' in qmd('collection', 'list').stdout
+    assert "The index 'index' has no collections yet" in qmd('collection', 'list').stdout
     assert (qmd.home/'cache'/'work'/'catalog.sqlite').exists() and (qmd.home/'config'/'work.json').exists()

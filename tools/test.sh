@@ -2,6 +2,8 @@
 # Set up and run every test: notebooks clean and exported as committed, notebook tests, then pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SECONDS=0
+trap 'echo "tools/test.sh: wall time $((SECONDS / 60))m$((SECONDS % 60))s"' EXIT
 bash tools/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 B=.venv/bin
