@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/vectors.html.md"""
 
 # %% ../nbs/10_vectors.ipynb #a2ade385
 from __future__ import annotations
-import hashlib, os, threading, time
+import hashlib, os, sys, threading, time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -40,6 +40,9 @@ def chroma_url(store:Store, env:dict|None=None) -> str|None:
 
 def chroma_client(store:Store, env:dict|None=None):
     "A Chroma client: `HttpClient` when a server URL is set, else a `PersistentClient` in the index folder."
+    # chromadb imports jsonschema, which builds rfc3987-syntax's IRI grammar at import when that package is installed
+    # (JupyterLab brings it): ~1.3 s of CPU in every process that opens vectors, for a format check nothing here uses
+    if 'rfc3987_syntax' not in sys.modules: sys.modules['rfc3987_syntax'] = None # absent: jsonschema skips that check
     import chromadb
     from chromadb.config import Settings
     s = Settings(anonymized_telemetry=False)
