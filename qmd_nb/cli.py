@@ -381,6 +381,7 @@ def cmd_source(a):
     st = _store(a)
     if a.action == 'add':
         s = mdq.add_source(st, a.source, a.description)
+        if _fmt(a) == 'json': return _json(s)
         print(f"Added source '{s.name}' ({s.path}): {s.description} [{plural(s.documents, 'document')}]")
     elif a.action == 'remove': print(f"Removed source '{a.name}' ({plural(mdq.remove_source(st, a.name), 'document')})")
     else:
@@ -396,7 +397,7 @@ def _ingest_parsers(sp):
     _format_args(p)
     p = _sub(sp, 'source', cmd_source, 'Sources for the mdq tools: folders with a description for agents')
     cs = p.add_subparsers(dest='action', required=True)
-    q = cs.add_parser('add', help='Register and index a folder (-s PATH or NAME:PATH) with a description')
+    q = _format_args(cs.add_parser('add', help='Register and index a folder (-s PATH or NAME:PATH) with a description'))
     q.add_argument('-s', '--source', required=True, metavar='PATH'); q.add_argument('-d', '--description', required=True)
     _format_args(cs.add_parser('list', help='List sources'))
     cs.add_parser('remove', help='Forget a source (files stay)').add_argument('name')
@@ -429,6 +430,8 @@ def cmd_token(a):
     elif a.action == 'revoke': print(f"Revoked '{ts.revoke(a.name)['name']}'")
     else:
         recs = ts.records()
+        if _fmt(a) == 'json': # the fields the text shows: never a hash
+            return _json([{k: r.get(k) for k in ('name', 'id', 'kind', 'scope', 'collections', 'created', 'expires')} | {'kind': r.get('kind', 'token')} for r in recs])
         if not recs: print("No tokens yet. 'qmd-nb serve --transport http' makes the default one; 'qmd-nb token create --scope read' makes more.")
         for r in recs: print('\t'.join([r['name'], r['id'], r.get('kind', 'token'), r['scope'], ','.join(r.get('collections') or []) or 'all collections',
                                          f"created {_when(r.get('created'))}", f"expires {_when(r.get('expires'))}"]))
@@ -441,7 +444,7 @@ def _token_parsers(sp):
     q.add_argument('--collections', metavar='A,B', help='only these collections')
     q.add_argument('--expires', metavar='DURATION', help='e.g. 12h, 30d, 2w, 1y (default: never)')
     q.add_argument('--name', help='a name to list and revoke it by')
-    cs.add_parser('list', help='List tokens and OAuth grants (no secrets)')
+    _format_args(cs.add_parser('list', help='List tokens and OAuth grants (no secrets)'))
     cs.add_parser('revoke', help='Revoke a token or OAuth grant by name or id').add_argument('name')
 
 # %% ../nbs/90_cli.ipynb #1ea4c2d7

@@ -11,7 +11,7 @@ from .config import QmdError
 from .store import Store
 from .text import Analyzer, parse_query, fold
 from .search import term_patterns, search
-from .docs import Document, get
+from .docs import Document, get, empty_hint
 from .tools import Engine, run_vsearch, run_query, has_vectors_any
 
 # %% auto #0
@@ -110,7 +110,9 @@ class SearchUI:
         except QmdError as e: self.results, self.status.value = [], f'<span style="color:#b00">{html.escape(str(e))}</span>'
         except Exception as e: # the widget's boundary: show any failure in place, never a traceback mid-notebook
             self.results, self.status.value = [], f'<span style="color:#b00">{type(e).__name__}: {html.escape(str(e))}</span>'
-        else: self.status.value = f'{len(self.results)} result{"s" * (len(self.results) != 1)} ({self.mode.value})'
+        else:
+            hint = empty_hint(self.engine.store) if not self.results else None # an index without collections: say what to run
+            self.status.value = f'{len(self.results)} result{"s" * (len(self.results) != 1)} ({self.mode.value})' + (f'. {html.escape(hint)}' if hint else '')
         self.table.value = results_html(self.results, query_patterns(self.query.value)) if self.results else ''
         self._choices()
 
