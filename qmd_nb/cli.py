@@ -122,14 +122,14 @@ def _remote(a, endpoint, **extra):
     return remote_search(a.server or server_url(a.env), endpoint, body, client_token(a.env))
 
 def cmd_get(a):
-    "get: the text on stdout as it is stored (`get FILE > copy` copies a whole file), the context on stderr"
+    "get: on stdout the lines asked for, as stored (`get FILE > copy` copies a whole file); the context and what was left out on stderr"
     from qmd_nb.docs import get
-    from qmd_nb.format import doc_text
     d = get(_store(a), a.file, a.from_line, a.max_lines, a.line_numbers)
     if _fmt(a) == 'json': return _json(d)
     if d.context: print(f"Context: {d.context}".replace('\n\n', ' / '), file=sys.stderr)
-    text, whole = doc_text(d, context=False), d.from_line == 1 and not d.truncated and not a.line_numbers
-    sys.stdout.write(text if whole or text.endswith('\n') else text + '\n') # a whole file ends as the file does: an exact copy
+    whole = d.from_line == 1 and not d.truncated and not a.line_numbers
+    sys.stdout.write(d.text if whole or d.text.endswith('\n') else d.text + '\n') # a whole file ends as the file does: an exact copy
+    if d.truncated: print(f"[... truncated {d.truncated} more lines: --from {d.from_line + a.max_lines} reads on]", file=sys.stderr)
 
 def cmd_multi_get(a):
     "multi-get"
@@ -170,7 +170,9 @@ def cmd_embed(a):
     if _hint(st): return 0
     s = embed(st, _embedder(st, a), force=a.force, collections=a.collection)
     if _fmt(a) == 'json': return _json({**s.__dict__, 'rate': round(s.rate, 1)})
-    print(f"Embedded {s.documents} documents ({s.chunks} chunks) in {s.seconds:.1f} s ({s.rate:.1f} chunks/s)"
+    pace = f"{s.rate:.1f} chunks/s" if s.startup < 1 else f"{s.startup:.1f} s of it loading the model" if s.first_chunks >= s.chunks else \
+           f"{s.rate:.1f} chunks/s after {s.startup:.1f} s loading the model" # the model's start-up (its preparation, on first use) is not the pace
+    print(f"Embedded {s.documents} documents ({s.chunks} chunks) in {s.seconds:.1f} s ({pace})"
           + (f"; dropped the vectors of {s.removed} documents no longer indexed" if s.removed else ''))
 
 def cmd_vsearch(a):

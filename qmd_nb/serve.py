@@ -129,6 +129,9 @@ def serve(engine, # the engine to serve
     tools = profiles_ready(engine, tools)
     if transport == 'mcp':
         from qmd_nb.stdio import serve_stdio
+        if sys.stdin.isatty(): # a person typed `qmd-nb mcp`: say what it waits for (MCP clients start it with pipes, and hear nothing)
+            print("qmd-nb: MCP server on stdio, waiting for an MCP client's JSON-RPC messages on this terminal; MCP clients start it "
+                  "themselves ('qmd-nb mcp-config' prints their configuration). Ctrl-D or Ctrl-C stops it.", file=sys.stderr)
         try: return serve_stdio(engine, tools, on_ready=lambda: warm_in_background(engine.start_loading(delay=2.0)))
         finally: engine.close()
     check_port(host, port); check_tls(cert, key)

@@ -160,8 +160,13 @@ class EmbedStats:
     chunks: int = 0
     removed: int = 0 # contents whose vectors were dropped (no document uses them)
     seconds: float = 0.0
+    startup: float = 0.0 # seconds until the first vectors came back: loading the model (preparing it, on first use) and its first batch
+    first_chunks: int = 0 # the chunks of that first batch
     @property
-    def rate(self) -> float: return self.chunks / self.seconds if self.seconds else 0.0
+    def rate(self) -> float:
+        "Chunks per second once the model ran (the start-up left out when more chunks followed it)."
+        n, t = self.chunks - self.first_chunks, self.seconds - self.startup
+        return n / t if self.first_chunks and n > 0 and t > 0 else (self.chunks / self.seconds if self.seconds else 0.0)
 
 def token_counter(embedder):
     "The embedder's own word-piece counter (whitespace words for the test embedder)."
@@ -204,10 +209,12 @@ def expected_chunks(docs:int, chunks:int, # contents planned so far, and their c
     return chunks + round((total_docs - docs) * chunks / max(docs, 1))
 
 # %% ../nbs/10_vectors.ipynb #8b303a03
-def _ticker(bar):
+def _ticker(bar, first=None # called with the chunks done when the first vectors come back
+           ):
     "A `progress(done, total)` callback for `Embedder.embed_docs` that advances `bar` batch by batch."
     seen = [0]
     def tick(done, total):
+        if first and not seen[0]: first(done)
         if getattr(bar, 'n', None) == 0 and hasattr(bar, 'reset'): # the first batch: its time includes loading the model, so the
             bar.reset(bar.total); bar.n = bar.last_print_n = done - seen[0]; bar.refresh() # rate (and ETA) is measured from here
         else: bar.update(done - seen[0])
@@ -227,6 +234,8 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.embed`)
           env:dict|None=None) -> EmbedStats:
     "Embed what has no vectors yet."
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
+    def started(done):
+        if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
     with store.writing():
         vs = VectorStore(store, fp, env)
         if force:
@@ -243,7 +252,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.embed`)
             for part in parts:
                 texts = [c.embed_text for cs in part.values() for c in cs]
                 set_total(bar, expected_chunks(stats.documents + len(part), stats.chunks + len(texts), len(pending)))
-                vecs = embedder.embed_docs(texts, progress=_ticker(bar)) if texts else None
+                vecs = embedder.embed_docs(texts, progress=_ticker(bar, started)) if texts else None
                 if written: written.result() # in order, and a failed write stops the run
                 written = writer.submit(_write, store, vs, fp, part, vecs)
                 stats.documents += len(part); stats.chunks += len(texts)

@@ -104,8 +104,8 @@ def test_get_variants(qmd, notes):
     assert first(str(notes/'tokyo.md')) == '# 東京'
     docid = qmd.json('search', 'pasta', '--format', 'json')[0]['docid']
     assert first(docid) == '# Pasta' and first(docid.lstrip('#')) == '# Pasta'
-    out = qmd('get', 'journals/2025-05-01.md', '--from', '5', '-l', '3', '--line-numbers').stdout
-    assert out.startswith('5: line 6\n6: line 7\n7: line 8\n\n[... truncated 51 more lines]')
+    part = qmd('get', 'journals/2025-05-01.md', '--from', '5', '-l', '3', '--line-numbers')
+    assert (part.stdout, part.stderr) == ('5: line 6\n6: line 7\n7: line 8\n', '[... truncated 51 more lines: --from 8 reads on]\n') # stdout: the lines asked for
     nf = qmd('get', 'notes/bakup.md', ok=False)
     assert nf.returncode == 1 and nf.stdout == ''
     assert 'Document not found: notes/bakup.md\n\nDid you mean one of these?\n  - notes/backup.md' in nf.stderr

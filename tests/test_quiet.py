@@ -46,3 +46,19 @@ def test_http_server_says_where_it_listens_and_nothing_else(qmd, notes):
     lines = err.splitlines() # what the server says when it starts (where it listens, how clients get in), and nothing after
     assert p.returncode == 0 and lines[0] == f'qmd-nb: REST on http://127.0.0.1:{port}, MCP (Streamable HTTP) on http://127.0.0.1:{port}/mcp', err
     assert all(l.startswith('qmd-nb: ') and not re.search(r'DEBUG|WARNING|ERROR|Traceback|loss_type', l) for l in lines), err
+
+def test_mcp_in_a_terminal_says_what_it_waits_for(qmd, notes):
+    "Typed by a person, `qmd-nb mcp` says on stderr that it waits for an MCP client (piped, above, it says nothing); Ctrl-D ends it."
+    import os, pty
+    qmd('collection', 'add', notes, '--name', 'notes')
+    main, tty = pty.openpty()
+    p = subprocess.Popen([QMD_BIN, 'mcp'], env=qmd.env, stdin=tty, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(tty)
+    os.write(main, b'\x04') # Ctrl-D: end of input on a terminal (read once the server reads)
+    try: out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None: p.kill()
+        os.close(main)
+    line, *rest = err.splitlines() or ['']
+    assert line.startswith("qmd-nb: MCP server on stdio, waiting for an MCP client") and 'mcp-config' in line, line
+    assert p.returncode == 0 and out == '' and noise('\n'.join(rest)) == [], (p.returncode, out, err)
