@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from typing import Literal, Optional, Union # no `from __future__ import annotations`: FastAPI reads the annotations at runtime
 from pydantic import BaseModel, ConfigDict, Field
 from fastapi import Depends
-from .config import QmdError, UsageError, DEFAULT_MASK
+from .config import QmdError, UsageError
 from .auth import Principal, authorize
 from .gate import Allowed, needs, principal, check_routes, trusted, preflight_headers, with_cors, Gate, McpDoor, RateLimit
 from .search import search, SearchResult
@@ -112,7 +112,8 @@ class EmbedResponse(BaseModel): embeddings: list[list[float]]
 
 class CollectionAddRequest(_Body):
     name: str = Field(min_length=1); path: str = Field(min_length=1, description="Folder on the server's disk")
-    glob_pattern: str = Field(DEFAULT_MASK, description="Glob(s), comma-separated (default: every kind qmd-nb reads: md, txt, pdf, docx, html)")
+    glob_pattern: str = Field('**/*.md', description="Glob(s), comma-separated (default **/*.md, as the contract says; qmd-nb also reads txt, pdf, docx "
+                              "and html: e.g. **/*.{md,txt,pdf,docx,html}, the command line's default)")
     force: bool = Field(False, description="Add the folder even when another collection already covers it (its hits would show twice)")
 class CollectionAdded(BaseModel): status: Literal['added']; name: str; path: str; documents: int; content: str
 class CollectionSummary(BaseModel): name: str; path: str; pattern: str; documents: int
