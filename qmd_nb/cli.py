@@ -382,7 +382,7 @@ def cmd_source(a):
     from qmd_nb.format import plural
     st = _store(a)
     if a.action == 'add':
-        s = mdq.add_source(st, a.source, a.description)
+        s = mdq.add_source(st, a.source, a.description, force=a.force)
         if _fmt(a) == 'json': return _json(s)
         print(f"Added source '{s.name}' ({s.path}): {s.description} [{plural(s.documents, 'document')}]")
     elif a.action == 'remove': print(f"Removed source '{a.name}' ({plural(mdq.remove_source(st, a.name), 'document')})")
@@ -401,6 +401,7 @@ def _ingest_parsers(sp):
     cs = p.add_subparsers(dest='action', required=True)
     q = _format_args(cs.add_parser('add', help='Register and index a folder (-s PATH or NAME:PATH) with a description'))
     q.add_argument('-s', '--source', required=True, metavar='PATH'); q.add_argument('-d', '--description', required=True)
+    q.add_argument('--force', action='store_true', help='add the folder even when a collection already covers it')
     _format_args(cs.add_parser('list', help='List sources'))
     cs.add_parser('remove', help='Forget a source (files stay)').add_argument('name')
 
