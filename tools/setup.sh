@@ -18,8 +18,9 @@ else
   say "installing qmd-nb and its dependencies into .venv: about 2.5 GB and 3-5 minutes the first time"
   start=$SECONDS
   # pip's own lines (Collecting..., Downloading... with sizes) are the progress, and its silent unpacking is announced;
-  # a warning about a missing local package index in this machine's pip configuration is dropped
-  .venv/bin/pip install --disable-pip-version-check "torch==2.13.0" -e ".[dev]" --config-settings editable_mode=compat 2>&1 \
+  # a warning about a missing local package index in this machine's pip configuration is dropped. PYTHONUNBUFFERED: into
+  # a pipe pip's lines would otherwise come in 8 KB bursts, and the announcement only after the unpacking it announces
+  PYTHONUNBUFFERED=1 .venv/bin/pip install --disable-pip-version-check "torch==2.13.0" -e ".[dev]" --config-settings editable_mode=compat 2>&1 \
     | awk '/^WARNING: Location/ {next} {print; fflush()}
            /^Installing collected packages/ {print "setup.sh: pip now unpacks them into .venv: a minute or two without output"; fflush()}' || true
   .venv/bin/python -c "import qmd_nb, bm25s, Stemmer, nbdev, jupyterlab" # fail loudly if the install did not work
