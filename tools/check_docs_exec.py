@@ -5,7 +5,10 @@
 made by a cell the docs do not run (a test cell with `import re` and `mem.execute(...)`, `mem` made by an example
 cell) fails there with a NameError, though `nbdev-test` passes. This walks the cells nbdev-docs would run, in order,
 and reports each name one of them reads before any of them made it. Exit status 1 when there is one.
-Usage: python tools/check_docs_exec.py [NOTEBOOK...]   (default: every notebook in nbs/)"""
+With --run it then runs those cells for real, as nbdev-docs would (nbdev's `proc_nbs` into `_proc/`, without the
+Quarto install and the sidebar rewrite that `nbdev-proc-nbs` does first): that also catches what reading cannot, such as
+`show_doc` resolving an annotation whose name is imported for type checkers only.
+Usage: python tools/check_docs_exec.py [--run] [NOTEBOOK...]   (default: every notebook in nbs/)"""
 import ast, builtins, sys, warnings
 from pathlib import Path
 
@@ -44,9 +47,20 @@ def problems(nb:Path) -> list[str]:
         known |= writes
     return out
 
+def run_docs_cells(nbs:Path):
+    "Run the cells nbdev-docs runs in every notebook under `nbs` (raises on the first that fails, naming notebook and cell)."
+    import os
+    from nbdev.serve import proc_nbs
+    os.environ['PYTHONWARNINGS'] = 'ignore::UserWarning' # nbdev's note on cells mixing imports and code, once per such cell, in each worker
+    proc_nbs(str(nbs), force=True)
+
 if __name__ == '__main__':
     nbs = Path(__file__).resolve().parents[1]/'nbs'
-    files = [Path(a) for a in sys.argv[1:]] or sorted([*nbs.glob('[0-9]*.ipynb'), nbs/'index.ipynb', *nbs.glob('tutorials/*.ipynb')])
+    args = [a for a in sys.argv[1:] if a != '--run']
+    files = [Path(a) for a in args] or sorted([*nbs.glob('[0-9]*.ipynb'), nbs/'index.ipynb', *nbs.glob('tutorials/*.ipynb')])
     found = [p for f in files for p in problems(f)]
     print('\n'.join(found) or f"{len(files)} notebooks: nbdev-docs runs the same cells cleanly (no import cell reads what it skips)")
-    sys.exit(1 if found else 0)
+    if found: sys.exit(1)
+    if '--run' in sys.argv:
+        run_docs_cells(nbs)
+        print(f"nbdev-docs' cells ran in every notebook (into {nbs.parent/'_proc'})")

@@ -18,8 +18,7 @@ fi
 echo "== README.md is nbs/index.ipynb; nbs/sidebar.yml lists every notebook; nbdev-docs runs every notebook as nbdev-test does"
 $B/python tools/readme.py --check
 $B/python tools/render_docs.py --check-sidebar
-$B/python tools/check_docs_exec.py
-$B/nbdev-proc-nbs >/dev/null # the cells nbdev-docs executes (exported, imports, show_doc), without Quarto
+$B/python tools/check_docs_exec.py --run
 echo "== nbdev-test"
 $B/nbdev-test
 echo "== pytest"
