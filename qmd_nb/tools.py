@@ -109,7 +109,8 @@ def _view(self:Engine, collections=None, # collections the client may see (None:
 def confine_path(engine, path:str) -> str:
     "`path` itself for the owner; for a client, the resolved path if it lies under its roots or its collections' folders, else `Forbidden`."
     if engine.roots is None: return path
-    return confine(path, [*engine.roots, *(c.path for c in engine.store.config.collections.values())])
+    own = [engine.store.paths.cache.parent, engine.store.paths.config_file.parent] # every index's files, and the tokens
+    return confine(path, [*engine.roots, *(c.path for c in engine.store.config.collections.values())], deny=own)
 
 Engine.view = _view
 
