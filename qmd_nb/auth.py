@@ -233,10 +233,15 @@ def client_token(env:dict|None=None,
     "The token a client of this user sends: `QMD_NB_TOKEN`, else the default token's file (None when neither)."
     env = os.environ if env is None else env
     if env.get('QMD_NB_TOKEN'): return env['QMD_NB_TOKEN'].strip()
-    if url is not None:
-        from urllib.parse import urlsplit
-        if (urlsplit(url).hostname or '') not in ('127.0.0.1', 'localhost', '::1'): return None # another machine's server has tokens of its own
+    if url is not None and not _loopback(url): return None # another machine's server has tokens of its own
     return _read_secret(token_dir(env)/'token')
+
+def _loopback(url:str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
+    host = urlsplit(url).hostname or ''
+    try: return host == 'localhost' or ipaddress.ip_address(host).is_loopback
+    except ValueError: return False
 
 
 # %% ../nbs/05c_auth.ipynb #765acae2
