@@ -15,7 +15,7 @@ from .config import UsageError, NotFound, Forbidden, base_dirs, private_dir, pri
 # %% auto #0
 __all__ = ['SCOPES', 'OPERATIONS', 'WHOLE_INDEX', 'OWNER', 'TOKEN_RE', 'NEVER_SERVED', 'Principal', 'authorize', 'token_hash',
            'parse_expiry', 'check_scope', 'check_private', 'TokenStore', 'token_dir', 'default_token', 'client_token',
-           'confine']
+           'confine', 'read_checked', 'read_confined']
 
 # %% ../nbs/05c_auth.ipynb #b32cb6e8
 SCOPES = ('read', 'write', 'admin') # each includes the ones before it
@@ -263,3 +263,25 @@ def confine(path:str, # a path a client sent
     raise Forbidden(f"Path not allowed: {path} is outside the folders this server may read "
                     "(the owner can allow it with 'qmd-nb serve --allow-path DIR')")
 
+
+# %% ../nbs/05c_auth.ipynb #4aed7534
+def read_checked(real:str, # a path `confine` returned
+                 roots:list, deny:list=(), # as for `confine`
+                 max_bytes:int=200 * 2**20 # a larger file is refused
+                ) -> tuple[str, bytes]:
+    "(the path of the file actually opened, its bytes): `real` opened without following a link at its end, and what was opened checked again."
+    try: fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, 'O_CLOEXEC', 0)) # a link swapped in at the end: ELOOP
+    except FileNotFoundError: raise NotFound(f"File not found: {real}") from None
+    except OSError as e: raise Forbidden(f"Path not allowed: {real} changed while it was read ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode): raise UsageError(f"Not a file: {real}")
+        opened = os.readlink(f'/proc/self/fd/{fd}') if os.path.exists(f'/proc/self/fd/{fd}') else real
+        if opened != real: confine(opened, roots, deny) # a folder on the way was swapped for a link: what was opened must pass too
+        if st.st_size > max_bytes: raise UsageError(f"{real} is too large ({st.st_size} bytes; the limit is {max_bytes})")
+        with os.fdopen(os.dup(fd), 'rb') as f: return opened, f.read(max_bytes + 1)
+    finally: os.close(fd)
+
+def read_confined(path:str, roots:list, deny:list=(), max_bytes:int=200 * 2**20) -> tuple[str, bytes]:
+    "`confine`, then `read_checked`: a file a client named, read only if it is (still) where the owner allowed."
+    return read_checked(confine(path, roots, deny), roots, deny, max_bytes)
