@@ -249,8 +249,16 @@ NEVER_SERVED = ('/proc', '/sys', '/dev') # pseudo-files (a process's environment
 
 def _under(real:str, root:str) -> bool: return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
+def _intact(roots) -> list[str]:
+    "The roots that are still the folders they were: a root that resolves elsewhere now (it, or a folder above it, became a link) is none."
+    out = []
+    for r in roots:
+        r = os.path.normpath(os.path.abspath(os.path.expanduser(str(r))))
+        if os.path.realpath(r) == r: out.append(r)
+    return out
+
 def confine(path:str, # a path a client sent
-            roots:list, # folders the server may read (resolved or not)
+            roots:list, # folders the server may read, as resolved when they were allowed (a collection's folder, --allow-path)
             deny:list=() # folders never served, even inside `roots` (qmd-nb's own: tokens, catalog, copies)
            ) -> str:
     "The resolved absolute `path` if it lies under one of `roots` and none of `deny` (nor /proc, /sys, /dev), else `Forbidden`."
@@ -259,7 +267,7 @@ def confine(path:str, # a path a client sent
     real = os.path.realpath(os.path.expanduser(path.strip()))
     if any(_under(real, os.path.realpath(d)) or _under(os.path.realpath(d), real) for d in deny) or any(_under(real, d) for d in NEVER_SERVED):
         raise Forbidden(f"Path not allowed: {path} holds qmd-nb's own files (tokens, index) or system pseudo-files, which are never served")
-    if any(_under(real, os.path.realpath(r)) for r in roots): return real
+    if any(_under(real, root) for root in _intact(roots)): return real
     raise Forbidden(f"Path not allowed: {path} is outside the folders this server may read "
                     "(the owner can allow it with 'qmd-nb serve --allow-path DIR')")
 
