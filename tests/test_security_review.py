@@ -14,6 +14,8 @@
    what it cannot read itself.
 9. Repeated Host/Origin/Authorization headers: the gate read the last, Starlette the first.
 10. Two processes making the default token at once could leave a revoked one in the token file.
+11. A folder swapped for a link after it was checked: a collection's folder replaced by a link to a root-only folder
+    made that folder an allowed root (roots were resolved again at every check).
 The counts of probes and leaks are printed."""
 import json, os, re, shutil, subprocess, tempfile, time, hashlib, base64, secrets, concurrent.futures as cf
 from pathlib import Path
@@ -123,16 +125,17 @@ def world(tmp_path_factory):
     qmd('collection', 'add', pub, '--name', 'pub'); qmd('collection', 'add', vault, '--name', 'vault7')
     tok = {k: qmd('token', 'create', '--scope', k.split('-')[0], *(['--collections', 'pub,pubx,publib'] if k.endswith('-pub') else []), '--name', k).stdout.strip()
            for k in ('read', 'write', 'admin', 'read-pub', 'admin-pub')}
-    servers = {name: _serve(qmd, '--tools', tools, '--allow-path', base) for name, tools in (('qmd', 'qmd,recall,ldims'), ('vectordb', 'vectordb'), ('oauth', 'qmd'))}
+    area = Path(tempfile.mkdtemp(prefix='qmd-nb-area-')); area.chmod(0o755); os.chown(area, 65534, 65534) # a folder nobody may write, allowed too
+    servers = {name: _serve(qmd, '--tools', tools, '--allow-path', base, '--allow-path', area) for name, tools in (('qmd', 'qmd,recall,ldims'), ('vectordb', 'vectordb'), ('oauth', 'qmd'))}
     (base/'link-to-config').symlink_to(base/'home'/'config')
     box = Path(tempfile.mkdtemp(prefix='qmd-nb-review-')); box.chmod(0o755)
     (box/'attacker.py').write_text(ATTACKER); (box/'attacker.py').chmod(0o644)
     default = (base/'home'/'config'/'token').read_text().strip()
-    w = dict(qmd=qmd, base=base, home=base/'home', tok=tok, box=box, default=default, ports={k: v[1] for k, v in servers.items()},
+    w = dict(qmd=qmd, base=base, home=base/'home', tok=tok, box=box, default=default, area=area, ports={k: v[1] for k, v in servers.items()},
              logs={k: v[2] for k, v in servers.items()})
     yield w
     for p, _, _ in servers.values(): p.terminate(); p.wait(30)
-    shutil.rmtree(box, ignore_errors=True)
+    shutil.rmtree(box, ignore_errors=True); shutil.rmtree(area, ignore_errors=True)
 
 def bearer(w, kind): return {'Authorization': f"Bearer {w['tok'][kind]}"}
 
@@ -344,6 +347,24 @@ def test_default_token_made_once_by_racing_processes(tmp_path):
     t.check('the file holds it', (q.home/'config'/'token').read_text().strip() in toks, True)
     from qmd_nb.auth import TokenStore
     t.check('valid', TokenStore(q.home/'config').verify(next(iter(toks))) is not None, True)
+    t.done()
+
+# 11 ---------------------------------------------------------------------------------------------------------------------
+def test_swapped_folders_lead_nowhere(world):
+    "Finding 11: nobody adds its own folder as a collection, then swaps it for a link to a root-only folder: nothing there can be read through it."
+    w, t = world, Tally("11. swapped folders", forbidden=['ROOTONLY-8812'])
+    area = w['area']
+    secret = Path(tempfile.mkdtemp(prefix='qmd-nb-rootonly-')); (secret/'secret.md').write_text('# Root only\n\nROOTONLY-8812 rsync\n'); (secret/'secret.md').chmod(0o600)
+    subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"mkdir {area}/x && printf '# X\\n\\nrsync\\n' > {area}/x/a.md"], check=True)
+    add = attack(w, [dict(kind='http', port=w['ports']['qmd'], method='POST', path='/collections/add', headers=bearer(w, 'admin-pub'), body={'name': 'pubx', 'path': str(area/'x')})])[0]
+    t.check('add its own folder', add['status'], 200, add['body'])
+    subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"mv {area}/x {area}/x-old && ln -s {secret} {area}/x"], check=True)
+    res = attack(w, [dict(kind='http', port=w['ports']['qmd'], method='POST', path='/ingest', headers=bearer(w, k), body={'source': str(area/'x'/'secret.md'), 'library': 'publib'})
+                     for k in ('admin-pub', 'admin')])
+    for k, r in zip(('admin-pub', 'admin'), res): t.check(f'{k}: ingest through the swapped folder', r['status'], 403, r['body'])
+    look = attack(w, [dict(kind='http', port=w['ports']['qmd'], method='POST', path='/search', headers=bearer(w, 'admin-pub'), body={'query': 'rsync', 'limit': 50})])[0]
+    t.check('nothing of it to find', look['status'], 200, look['body'])
+    w['qmd']('collection', 'remove', 'pubx'); shutil.rmtree(secret, ignore_errors=True)
     t.done()
 
 def test_zz_review_totals():
