@@ -17,13 +17,13 @@ __all__ = ['LOOPBACK', 'FORM_PATHS', 'ONCE_HEADERS', 'MAX_TEXTS', 'FilterSpec', 
            'mk_app']
 
 # %% ../nbs/22_rest.ipynb #934f3f28
-import asyncio, logging, re, sqlite3
+import asyncio, logging, os, re, sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Literal, Optional, Union # no `from __future__ import annotations`: FastAPI reads the annotations at runtime
 from pydantic import BaseModel, ConfigDict, Field
 from fastapi import Depends
-from .config import QmdError, UsageError
+from .config import QmdError, UsageError, Forbidden
 from .auth import Principal, authorize
 from .gate import Allowed, needs, principal, check_routes, trusted, preflight_headers, with_cors, Gate, McpDoor, RateLimit
 from .search import search, SearchResult
@@ -313,6 +313,16 @@ def _problems(stats) -> str:
     "Lines for collections that could not be updated (a missing folder...), to append to a summary."
     return ''.join(f"\n{s.collection}: not updated: {s.error}" for s in stats if s.error)
 
+def _add_confined(e, path:str, name:str, mask:str):
+    "Add a client's folder as a collection: confined again in the queue, just before use, and refused (removed) if the folder it got is not that one."
+    real = confine_path(e, path)
+    s = index.add_collection(e.store, real, name, mask, False)
+    got = e.store.config.collections[name].path
+    if got != real or os.path.realpath(got) != got: # swapped for a link between the check and the add
+        index.remove_collection(e.store, name)
+        raise Forbidden(f"Path not allowed: {path} changed while it was added")
+    return s
+
 def add_collection_routes(app, engine:Engine, q:WriteQueue):
     "POST /collections/add, GET /collections[/{name}], DELETE and PUT /collections/{name}."
     E = lambda op: Depends(needs(engine, op))
@@ -320,7 +330,8 @@ def add_collection_routes(app, engine:Engine, q:WriteQueue):
     async def add_ep(b: CollectionAddRequest, e=E('collections.add')):
         from qmd_nb.config import check_name
         check_name(b.name) # a bad name is the first thing to say, before where the folder is
-        s = await q.run(index.add_collection, e.store, confine_path(e, b.path), b.name, b.glob_pattern, False)
+        confine_path(e, b.path) # a refusal at once; the queue checks again when the add starts
+        s = await q.run(_add_confined, e, b.path, b.name, b.glob_pattern)
         c, n = e.store.config.collections[s.collection], _count(e.store, s.collection)
         return dict(status='added', name=c.name, path=c.path, documents=n, content=f"Added collection '{c.name}' with {plural(n, 'document')}")
 
