@@ -228,6 +228,8 @@ class McpDoor:
     def _build(self, key):
         from qmd_nb.mcp import mk_mcp
         srv = mk_mcp(self.engine.view(key[0], self.roots), tools=self.profiles)
+        stray = {t.name for t in srv._tool_manager.list_tools()} - set(self.owner)
+        if stray: raise RuntimeError(f"Tools without an operation in qmd_nb.auth.OPERATIONS: {', '.join(sorted(stray))}") # they would pass as 'mcp'
         for t in self.hidden(key): srv.remove_tool(t)
         app = srv.streamable_http_app(streamable_http_path='/mcp', transport_security=self.security)
         self.servers[key], self.apps[key] = srv, next(r.app for r in app.routes if getattr(r, 'path', None) == '/mcp')
