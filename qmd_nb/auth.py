@@ -116,7 +116,7 @@ class TokenStore:
         "The file's content, read again when it changed on disk."
         sig = _sig(self.path)
         if sig != self._seen:
-            try: d = json.loads(self.path.read_text()) if sig and sig[3] == os.geteuid() else {} # another user's file is no token file
+            try: d = json.loads(self.path.read_text(encoding='utf-8')) if sig and sig[3] == os.geteuid() else {} # another user's file is no token file
             except (OSError, ValueError): d = {} # unreadable: no token is valid (fail closed)
             self._data, self._seen, self._principals = d if isinstance(d, dict) else {}, sig, {}
             self._by_id = {t.get('id'): t for t in self._data.get('tokens', []) if isinstance(t, dict)}
@@ -136,7 +136,7 @@ class TokenStore:
                 finally: self._depth -= 1
                 return
             private_dir(check_private(self.folder))
-            with open(private_file(self.folder/'tokens.lock'), 'a') as lock:
+            with open(private_file(self.folder/'tokens.lock'), 'ab') as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 self._depth = 1
                 try: yield
@@ -145,7 +145,7 @@ class TokenStore:
     def update(self, fn):
         "Apply `fn` to the file's content under the lock, write it back; `fn`'s result."
         with self.locked():
-            try: d = json.loads(self.path.read_text()) if self.path.exists() else {}
+            try: d = json.loads(self.path.read_text(encoding='utf-8')) if self.path.exists() else {}
             except ValueError: raise UsageError(f"{self.path} is not valid JSON: fix or delete it") from None
             r = fn(d)
             atomic_write(self.path, json.dumps(d, indent=1) + '\n') # 0600: mkstemp
@@ -212,7 +212,7 @@ def token_dir(env:dict|None=None) -> Path:
     return base_dirs(env)[1]
 
 def _read_secret(f:Path) -> str|None:
-    try: return f.read_text().strip() or None
+    try: return f.read_text(encoding='utf-8').strip() or None
     except OSError: return None
 
 def default_token(store:TokenStore) -> str:
