@@ -80,9 +80,9 @@ json.dump([{'http': request, 'raw': raw, 'mcp': mcp}[s['kind']](s) for s in plan
 
 def attack(w, plan:list) -> list:
     "Run the plan as nobody; one result per step."
-    (w['box']/'plan.json').write_text(json.dumps(plan)); (w['box']/'plan.json').chmod(0o644)
+    (w['box']/'plan.json').write_text(json.dumps(plan), encoding='utf-8'); (w['box']/'plan.json').chmod(0o644)
     r = subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"/usr/bin/python3 {w['box']/'attacker.py'} {w['box']/'plan.json'}"],
-                       capture_output=True, text=True, timeout=900)
+                       capture_output=True, text=True, encoding='utf-8', timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
 
@@ -104,13 +104,13 @@ def _serve(qmd, *args):
     port = free_port()
     log = qmd.home.parent/f'server-{port}.log'
     p = subprocess.Popen([QMD_BIN, 'serve', '--transport', 'http', '--port', str(port), *map(str, args)], env=qmd.env,
-                         stdout=subprocess.DEVNULL, stderr=open(log, 'w'))
+                         stdout=subprocess.DEVNULL, stderr=open(log, 'w', encoding='utf-8'))
     t0 = time.time()
     while True:
         try:
             if httpx.get(f'http://127.0.0.1:{port}/health', timeout=1).status_code == 200: return p, port, log
         except httpx.TransportError: pass
-        assert p.poll() is None, log.read_text()
+        assert p.poll() is None, log.read_text(encoding='utf-8')
         assert time.time() - t0 < 60, "server did not start"
         time.sleep(0.1)
 
@@ -129,8 +129,8 @@ def world(tmp_path_factory):
     servers = {name: _serve(qmd, '--tools', tools, '--allow-path', base, '--allow-path', area) for name, tools in (('qmd', 'qmd,recall,ldims'), ('vectordb', 'vectordb'), ('oauth', 'qmd'))}
     (base/'link-to-config').symlink_to(base/'home'/'config')
     box = Path(tempfile.mkdtemp(prefix='qmd-nb-review-')); box.chmod(0o755)
-    (box/'attacker.py').write_text(ATTACKER); (box/'attacker.py').chmod(0o644)
-    default = (base/'home'/'config'/'token').read_text().strip()
+    (box/'attacker.py').write_text(ATTACKER, encoding='utf-8'); (box/'attacker.py').chmod(0o644)
+    default = (base/'home'/'config'/'token').read_text(encoding='utf-8').strip()
     w = dict(qmd=qmd, base=base, home=base/'home', tok=tok, box=box, default=default, area=area, ports={k: v[1] for k, v in servers.items()},
              logs={k: v[2] for k, v in servers.items()})
     yield w
@@ -195,13 +195,13 @@ def test_approval_codes_share_one_budget(world):
                               body=f'request={rid}&secret=AAAA-AAA{"BCDEF"[i]}&scope=admin&action=approve') for i in range(5)])
         statuses += [x['status'] for x in res]
     t.check('wrong codes: 10 refused, then paused', statuses, [403] * 10 + [429] * 5, str(statuses))
-    said = log.read_text()
+    said = log.read_text(encoding='utf-8')
     t.check('the owner is told', 'approval by code is paused' in said, True, said[-500:])
     codes = re.findall(r'enter (\S+) on the page', said)
     t.check('codes of 40 bits', all(re.fullmatch(r'[A-Z2-9]{4}-[A-Z2-9]{4}', c) for c in codes) and len(codes) == 3, True, str(codes))
     a = attack(w, [dict(kind='http', port=port, method='GET', path=q, src='127.1.9.2')])[0] # a fourth request: the right code is not even tried
     rid = a['headers']['location'].split('request=')[1]
-    code = re.findall(r'enter (\S+) on the page', log.read_text())[-1]
+    code = re.findall(r'enter (\S+) on the page', log.read_text(encoding='utf-8'))[-1]
     right = attack(w, [dict(kind='http', port=port, method='POST', path='/oauth/consent', headers=form, body=f'request={rid}&secret={code}&scope=admin&action=approve')])[0]
     t.check('right code while paused', right['status'], 429, right['body'])
     ok = httpx.post(f'http://127.0.0.1:{port}/oauth/consent', data={'request': rid, 'secret': w['tok']['admin'], 'scope': 'read', 'action': 'approve'}, follow_redirects=False)
@@ -344,7 +344,7 @@ def test_default_token_made_once_by_racing_processes(tmp_path):
     with cf.ThreadPoolExecutor(6) as ex: outs = list(ex.map(lambda _: q('mcp-config').stdout, range(6)))
     toks = {m for o in outs for m in re.findall(r'Bearer (qmdnb_\w+_[\w-]{43})', o)}
     t.check('one token', len(toks), 1, str(toks))
-    t.check('the file holds it', (q.home/'config'/'token').read_text().strip() in toks, True)
+    t.check('the file holds it', (q.home/'config'/'token').read_text(encoding='utf-8').strip() in toks, True)
     from qmd_nb.auth import TokenStore
     t.check('valid', TokenStore(q.home/'config').verify(next(iter(toks))) is not None, True)
     t.done()
@@ -354,7 +354,7 @@ def test_swapped_folders_lead_nowhere(world):
     "Finding 11: nobody adds its own folder as a collection, then swaps it for a link to a root-only folder: nothing there can be read through it."
     w, t = world, Tally("11. swapped folders", forbidden=['ROOTONLY-8812'])
     area = w['area']
-    secret = Path(tempfile.mkdtemp(prefix='qmd-nb-rootonly-')); (secret/'secret.md').write_text('# Root only\n\nROOTONLY-8812 rsync\n'); (secret/'secret.md').chmod(0o600)
+    secret = Path(tempfile.mkdtemp(prefix='qmd-nb-rootonly-')); (secret/'secret.md').write_text('# Root only\n\nROOTONLY-8812 rsync\n', encoding='utf-8'); (secret/'secret.md').chmod(0o600)
     subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"mkdir {area}/x && printf '# X\\n\\nrsync\\n' > {area}/x/a.md"], check=True)
     add = attack(w, [dict(kind='http', port=w['ports']['qmd'], method='POST', path='/collections/add', headers=bearer(w, 'admin-pub'), body={'name': 'pubx', 'path': str(area/'x')})])[0]
     t.check('add its own folder', add['status'], 200, add['body'])
