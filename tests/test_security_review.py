@@ -15,7 +15,8 @@
 9. Repeated Host/Origin/Authorization headers: the gate read the last, Starlette the first.
 10. Two processes making the default token at once could leave a revoked one in the token file.
 11. A folder swapped for a link after it was checked: a collection's folder replaced by a link to a root-only folder
-    made that folder an allowed root (roots were resolved again at every check).
+    made that folder an allowed root (roots were resolved again at every check), and `update` (the owner's too)
+    indexed what the link led to into a collection the attacker's token may read.
 The counts of probes and leaks are printed."""
 import json, os, re, shutil, subprocess, tempfile, time, hashlib, base64, secrets, concurrent.futures as cf
 from pathlib import Path
@@ -362,6 +363,10 @@ def test_swapped_folders_lead_nowhere(world):
     res = attack(w, [dict(kind='http', port=w['ports']['qmd'], method='POST', path='/ingest', headers=bearer(w, k), body={'source': str(area/'x'/'secret.md'), 'library': 'publib'})
                      for k in ('admin-pub', 'admin')])
     for k, r in zip(('admin-pub', 'admin'), res): t.check(f'{k}: ingest through the swapped folder', r['status'], 403, r['body'])
+    r = w['qmd']('update', ok=False) # the owner's own update, from the command line: the swapped folder is not followed
+    t.check('owner update says so', 'became a link' in r.stdout + r.stderr, True, (r.stdout + r.stderr)[-400:])
+    upd = attack(w, [dict(kind='http', port=w['ports']['qmd'], method='POST', path='/update', headers=bearer(w, 'write'), body={})])[0]
+    t.check('write token update says so', (upd['status'], 'became a link' in upd['body']), (200, True), upd['body'])
     look = attack(w, [dict(kind='http', port=w['ports']['qmd'], method='POST', path='/search', headers=bearer(w, 'admin-pub'), body={'query': 'rsync', 'limit': 50})])[0]
     t.check('nothing of it to find', look['status'], 200, look['body'])
     w['qmd']('collection', 'remove', 'pubx'); shutil.rmtree(secret, ignore_errors=True)
