@@ -30,7 +30,7 @@ from .search import search, SearchResult
 from .docs import get, multi_get, status, collection_status, Skipped, Document
 from .format import search_summary, status_text, doc_text, plural, REST_TRUNC
 from . import index
-from .tools import Engine, run_vsearch, run_query, current_fingerprint, confine_path
+from .tools import Engine, run_vsearch, run_query, current_fingerprint, confine_path, client_reader
 
 # %% ../nbs/22_rest.ipynb #a393ee3c
 class _Body(BaseModel): model_config = ConfigDict(extra='forbid')
@@ -421,9 +421,9 @@ def add_ingest_routes(app, engine:Engine, q:WriteQueue):
         if not re.match(r'^[A-Za-z][A-Za-z0-9+.-]*://', src.strip()): # a path on this machine: the admin's, inside the allowed folders
             authorize(p, 'ingest.path'); src = confine_path(e, src)
         if b.background:
-            jid = await q.run(ing.start_ingest, e.store, src, b.library, b.metadata)
+            jid = await q.run(ing.start_ingest, e.store, src, b.library, b.metadata, client_reader(e))
             return JSONResponse(_job_out(ing.job_status(e.store, jid)), status_code=202)
-        r = await q.run(ing.ingest, e.store, src, b.library, b.metadata)
+        r = await q.run(lambda: ing.ingest(e.store, src, b.library, b.metadata, read=client_reader(e)))
         return dict(r.__dict__, content=f"{r.status}: {r.source} -> {r.file} ({plural(r.chunk_count, 'chunk')})")
 
     @app.get('/jobs/{job_id}', response_model=JobState, responses=_ERRORS, summary="State of a background ingestion")

@@ -17,6 +17,8 @@
 11. A folder swapped for a link after it was checked: a collection's folder replaced by a link to a root-only folder
     made that folder an allowed root (roots were resolved again at every check), and `update` (the owner's too)
     indexed what the link led to into a collection the attacker's token may read.
+12. A file confined when an ingest request came, swapped for a link to a root-only file while the request waited in the
+    write queue (or a background job started): the queue read what the link led to into a library the token may read.
 The counts of probes and leaks are printed."""
 import json, os, re, shutil, subprocess, tempfile, time, hashlib, base64, secrets, concurrent.futures as cf
 from pathlib import Path
@@ -76,7 +78,12 @@ def mcp(s):
     if sid: request(dict(port=s['port'], method='DELETE', path='/mcp', headers=h))
     return out
 
-json.dump([{'http': request, 'raw': raw, 'mcp': mcp}[s['kind']](s) for s in plan], sys.stdout)
+def par(s):
+    "Send the steps all at once (each on its own connection): they wait in the server's write queue together."
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(len(s['steps'])) as ex: return list(ex.map(request, s['steps']))
+
+json.dump([{'http': request, 'raw': raw, 'mcp': mcp, 'par': par}[s['kind']](s) for s in plan], sys.stdout)
 '''
 
 def attack(w, plan:list) -> list:
@@ -375,3 +382,47 @@ def test_swapped_folders_lead_nowhere(world):
 def test_zz_review_totals():
     print(f"\nsecurity review probes: {TOTALS['probes']} probes, {TOTALS['leaks']} leaks")
     assert TOTALS['probes'] > 40 and TOTALS['leaks'] == 0
+
+# 12 ---------------------------------------------------------------------------------------------------------------------
+SWAPPER = r'''
+import os, sys, time
+doc, secret, stop = sys.argv[1:4]
+tmp, end = doc + '.swap', time.time() + 120
+while not os.path.exists(stop) and time.time() < end:
+    os.symlink(secret, tmp); os.replace(tmp, doc) # the file is now a link to the root-only one...
+    time.sleep(0.002)
+    with open(tmp, 'w') as f: f.write('# R\n\nordinary words\n')
+    os.replace(tmp, doc) # ...and a file again
+    time.sleep(0.002)
+'''
+
+def test_file_swapped_for_a_link_while_queued_is_not_read(world):
+    "Finding 12: a file nobody owns, confined when the request came, swapped for a link to a root-only file before the write queue reads it: never read."
+    w, t = world, Tally("12. file swapped while queued", forbidden=['ROOTONLY-5521'])
+    area, home = w['area'], w['home']
+    secret = Path(tempfile.mkdtemp(prefix='qmd-nb-rootonly-')); (secret/'s.md').write_text('# Root only\n\nROOTONLY-5521\n', encoding='utf-8'); (secret/'s.md').chmod(0o600)
+    subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"mkdir {area}/r && printf '# R\\n\\nordinary words\\n' > {area}/r/doc.md"], check=True)
+    (w['box']/'swapper.py').write_text(SWAPPER, encoding='utf-8'); (w['box']/'swapper.py').chmod(0o644)
+    stop = w['box']/'stop'
+    sw = subprocess.Popen(['su', 'nobody', '-s', '/bin/sh', '-c', f"/usr/bin/python3 {w['box']/'swapper.py'} {area}/r/doc.md {secret}/s.md {stop}"])
+    try:
+        time.sleep(0.5)
+        ingest = lambda i: dict(kind='http', port=w['ports']['qmd'], method='POST', path='/ingest', headers=bearer(w, 'admin-pub'),
+                                body={'source': f'{area}/r/doc.md', 'library': 'publib', 'background': i % 2 == 1})
+        plan = [dict(kind='par', steps=[ingest(i) for i in range(30)]) for _ in range(2)] # queued together: read up to seconds after the check
+        plan += [dict(kind='mcp', port=w['ports']['vectordb'], token=w['tok']['admin-pub'],
+                      messages=[('tools/call', {'name': 'ingest_file', 'arguments': {'path': f'{area}/r/doc.md', 'library': 'publib'}})] * 20)]
+        res = attack(w, plan)
+    finally:
+        stop.touch(); sw.wait(60); stop.unlink()
+    time.sleep(2) # background jobs finish
+    rest = [r for batch in res[:-1] for r in batch]
+    for r in rest: t.check('REST ingest', r['status'] in (200, 202, 403), True, r['body'])
+    for r in res[-1]: t.check('MCP ingest_file', r['status'], 200, r['body'])
+    t.check('some ingests went through (the probe works)', sum(r['status'] in (200, 202) for r in rest) > 0, True, str([r['status'] for r in rest]))
+    copies = [p for p in (home/'cache').rglob('*') if p.is_file() and b'ROOTONLY-5521' in p.read_bytes()]
+    t.check('no copy of the root-only file', copies, [], str(copies))
+    look = attack(w, [dict(kind='http', port=w['ports']['qmd'], method='POST', path='/search', headers=bearer(w, 'admin-pub'), body={'query': 'rootonly 5521', 'limit': 50})])[0]
+    t.check('nothing of it to find', look['status'], 200, look['body'])
+    w['qmd']('collection', 'remove', 'publib', ok=False); shutil.rmtree(secret, ignore_errors=True)
+    t.done()
