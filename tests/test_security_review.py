@@ -19,6 +19,8 @@
     indexed what the link led to into a collection the attacker's token may read.
 12. A file confined when an ingest request came, swapped for a link to a root-only file while the request waited in the
     write queue (or a background job started): the queue read what the link led to into a library the token may read.
+13. `search --server URL` sent the default (unlimited admin) token to a server on another machine.
+14. A tool missing from the scope table would pass as the generic 'mcp' operation (McpDoor now refuses to start).
 The counts of probes and leaks are printed."""
 import json, os, re, shutil, subprocess, tempfile, time, hashlib, base64, secrets, concurrent.futures as cf
 from pathlib import Path
@@ -425,4 +427,26 @@ def test_file_swapped_for_a_link_while_queued_is_not_read(world):
     look = attack(w, [dict(kind='http', port=w['ports']['qmd'], method='POST', path='/search', headers=bearer(w, 'admin-pub'), body={'query': 'rootonly 5521', 'limit': 50})])[0]
     t.check('nothing of it to find', look['status'], 200, look['body'])
     w['qmd']('collection', 'remove', 'publib', ok=False); shutil.rmtree(secret, ignore_errors=True)
+    t.done()
+
+# 13, 14 ----------------------------------------------------------------------------------------------------------------
+def test_default_token_goes_to_loopback_servers_only(tmp_path):
+    "Finding 13: `qmd-nb search --server URL` sent the unlimited default token to any server named; now only to loopback addresses."
+    t = Tally("13. default token stays on this machine")
+    from qmd_nb.auth import TokenStore, default_token, client_token, token_dir
+    env = {'QMD_NB_HOME': str(tmp_path/'home')}
+    tok = default_token(TokenStore(token_dir(env)))
+    for url, want in (('http://127.0.0.1:18765', tok), ('http://127.0.0.2:18765', tok), ('http://localhost:18765', tok), ('http://[::1]:18765', tok),
+                      ('http://evil.example:18765', None), ('http://localhost.evil.example', None), ('http://127.0.0.1.evil.example', None), ('https://10.0.0.5', None)):
+        t.check(url, client_token(env, url), want)
+    t.check('QMD_NB_TOKEN is the user\'s choice', client_token({**env, 'QMD_NB_TOKEN': 'mine'}, 'http://evil.example'), 'mine')
+    t.done()
+
+def test_every_served_tool_has_an_operation():
+    "Finding 14: a tool missing from the scope table passed as the generic 'mcp' operation, which any token may do; every tool of every profile maps to one, and the door refuses to start otherwise."
+    t = Tally("14. tools in the scope table")
+    from qmd_nb.auth import OPERATIONS
+    from qmd_nb.mcp import PROFILES, profile_tools
+    for prof in PROFILES:
+        for tool in profile_tools(prof): t.check(f'{prof}.{tool}', f'{prof}.{tool}' in OPERATIONS, True)
     t.done()
