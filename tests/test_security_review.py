@@ -21,6 +21,8 @@
     write queue (or a background job started): the queue read what the link led to into a library the token may read.
 13. `search --server URL` sent the default (unlimited admin) token to a server on another machine.
 14. A tool missing from the scope table would pass as the generic 'mcp' operation (McpDoor now refuses to start).
+15. `update` lists a folder's files, then reads the changed ones by path: a file swapped for a link leading out of the
+    folder in between was read into the collection (a FIFO swapped in hung the update, and the write queue with it).
 The counts of probes and leaks are printed."""
 import json, os, re, shutil, subprocess, tempfile, time, hashlib, base64, secrets, concurrent.futures as cf
 from pathlib import Path
@@ -449,4 +451,27 @@ def test_every_served_tool_has_an_operation():
     from qmd_nb.mcp import PROFILES, profile_tools
     for prof in PROFILES:
         for tool in profile_tools(prof): t.check(f'{prof}.{tool}', f'{prof}.{tool}' in OPERATIONS, True)
+    t.done()
+
+# 15 ---------------------------------------------------------------------------------------------------------------------
+def test_update_reads_only_what_stays_inside(tmp_path):
+    "Finding 15: update lists a collection's files, then reads the changed ones: a file nobody swaps for a link to a root-only file in between is not read (nor a FIFO: the update would hang)."
+    t = Tally("15. update's reads", forbidden=['ROOTONLY-7070'])
+    from qmd_nb.index import discover, _read, UpdateStats
+    from qmd_nb.config import Collection
+    from qmd_nb.text import Analyzer
+    secret = Path(tempfile.mkdtemp(prefix='qmd-nb-rootonly-')); (secret/'s.md').write_text('# Root only\n\nROOTONLY-7070\n', encoding='utf-8'); (secret/'s.md').chmod(0o600)
+    box = Path(tempfile.mkdtemp(prefix='qmd-nb-coll-')); box.chmod(0o755); os.chown(box, 65534, 65534)
+    try:
+        subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"cd {box} && printf '# A\\n\\nordinary\\n' > a.md && printf '# B\\n\\nordinary\\n' > b.md && mkdir sub && printf '# C\\n\\nordinary\\n' > sub/c.md && ln -s sub/c.md in.md"], check=True)
+        c, stats = Collection('pubx', str(box), '**/*.md'), UpdateStats('pubx')
+        listed = list(discover(c.path, c.masks))
+        t.check('listed', sorted(r for r, _, _ in listed), ['a.md', 'b.md', 'in.md', 'sub/c.md'])
+        subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"cd {box} && rm a.md && ln -s {secret}/s.md a.md && rm b.md && mkfifo b.md"], check=True) # after the listing
+        out = {rel: _read(full, rel, None, st, c, Analyzer(), stats, {}) for rel, full, st in listed}
+        t.check('the swapped file is not read', out['a.md'], None, repr(out['a.md'])[:300])
+        t.check('the FIFO is not waited on', out['b.md'], None, repr(out['b.md'])[:300])
+        t.check('why', sorted(stats.problems), ['a.md', 'b.md'], str(stats.problems))
+        t.check('a link inside the folder still read', getattr(out['in.md'], 'body', ''), getattr(out['sub/c.md'], 'body', None))
+    finally: shutil.rmtree(box, ignore_errors=True); shutil.rmtree(secret, ignore_errors=True)
     t.done()
