@@ -285,6 +285,7 @@ def read_checked(real:str, # a path `confine` returned
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode): raise UsageError(f"Not a file: {real}")
         opened = os.readlink(f'/proc/self/fd/{fd}') if os.path.exists(f'/proc/self/fd/{fd}') else real
+        if opened.endswith(' (deleted)'): raise Forbidden(f"Path not allowed: {real} changed while it was read (replaced)")
         if opened != real: confine(opened, roots, deny) # a folder on the way was swapped for a link: what was opened must pass too
         if st.st_size > max_bytes: raise UsageError(f"{real} is too large ({st.st_size} bytes; the limit is {max_bytes})")
         with os.fdopen(os.dup(fd), 'rb') as f: return opened, f.read(max_bytes + 1)
