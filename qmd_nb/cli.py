@@ -119,7 +119,8 @@ def _remote(a, endpoint, **extra):
     from qmd_nb.serve import remote_search, server_url
     from qmd_nb.auth import client_token
     body = dict(query=a.query, limit=a.n, min_score=a.min_score, collection=a.collection, filter=_filter(a), **extra)
-    return remote_search(a.server or server_url(a.env), endpoint, body, client_token(a.env))
+    url = a.server or server_url(a.env)
+    return remote_search(url, endpoint, body, client_token(a.env, url)) # the default token stays on this machine
 
 def cmd_get(a):
     "get: on stdout the lines asked for, as stored (`get FILE > copy` copies a whole file); the context and what was left out on stderr"

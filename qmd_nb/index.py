@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/index.html.md"""
 
 # %% ../nbs/05_index.ipynb #4c502fe9
 from __future__ import annotations
-import hashlib, os, re, sys
+import errno, hashlib, os, re, stat, sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -154,9 +154,19 @@ class _Pending:
     st: os.stat_result
     known: bool # the catalog had a document at this path
 
+def _read_inside(full:str, root:str) -> bytes:
+    "The bytes of `full` if what it opens is a file inside `root` (resolved): one swapped for a link leading out (or a FIFO) after the listing is not read."
+    fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_CLOEXEC', 0)) # a FIFO does not block the update
+    try:
+        real = os.readlink(f'/proc/self/fd/{fd}') if os.path.isdir('/proc/self/fd') else os.path.realpath(full)
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)):
+            raise OSError(errno.EXDEV, "no longer a file inside the collection's folder")
+        with os.fdopen(os.dup(fd), 'rb') as f: return f.read()
+    finally: os.close(fd)
+
 def _read(full, rel, k, st, c, an, stats, lib):
     "A NewDoc for a changed file, a _Pending conversion, 'same' when only its mtime moved, or None (problem recorded)."
-    try: data = Path(full).read_bytes()
+    try: data = _read_inside(full, os.path.realpath(c.path))
     except OSError as e: stats.problems[rel] = f"unreadable: {e.strerror}"; return None
     h = hashlib.sha256(data).hexdigest()
     if k and k[3] == h: return 'same'
@@ -187,6 +197,8 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
                      ) -> UpdateStats:
     "Bring one collection's documents in line with its folder."
     if not Path(c.path).is_dir(): raise NotFound(f"Collection '{c.name}' folder is missing: {c.path}")
+    if (real := os.path.realpath(c.path)) != os.path.normpath(c.path) and Path(c.path) != store.paths.cache/'libraries'/c.name: # kept resolved when added
+        raise NotFound(f"Collection '{c.name}' folder {c.path} now leads to {real} (it, or a folder above it, became a link): not updated; add it again if that is meant")
     an, stats, known, seen, docs, touch = an or Analyzer(), UpdateStats(c.name), doc_index(store, c.name), set(), [], []
     lib, pend, files = library_files(store, c.name), [], list(discover(c.path, c.masks, stats.left_out))
     def flush(cv):

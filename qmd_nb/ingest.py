@@ -144,12 +144,17 @@ def _safe_name(name:str, kind:str) -> str:
     if KINDS.get(ext.lower()) != kind: stem, ext = (stem + ext) or 'document', '.' + kind
     return (stem or 'document')[:100] + ext.lower()
 
-def _read_source(source:str, max_bytes:int) -> tuple:
-    "(canonical source, bytes, kind, charset, file name) of a path or URL."
+def _read_source(source:str, max_bytes:int, read=None) -> tuple:
+    "(canonical source, bytes, kind, charset, file name) of a path or URL; `read(path, max_bytes)` -> (path opened, bytes) reads a client's file."
     if re.match(r'^[A-Za-z][A-Za-z0-9+.-]*://', source):
         f = fetch_url(source, max_bytes)
         u = urlsplit(f.final_url)
         return source, f.data, f.kind, f.charset, _safe_name(u.path.rstrip('/').rsplit('/', 1)[-1] or u.hostname, f.kind)
+    if read is not None: # a client's file: checked again as it is opened, when its turn comes
+        real, data = read(source, max_bytes); p = Path(real)
+        if (kind := KINDS.get(p.suffix.lower())) is None: raise UsageError(f"Unsupported file type {p.suffix or '(none)'}: {source} (qmd-nb reads {', '.join(KINDS)})")
+        if len(data) > max_bytes: raise UsageError(f"{source} is too large (over {max_bytes} bytes)")
+        return real, data, kind, None, _safe_name(p.name, kind)
     p = Path(source).expanduser().resolve()
     if not p.is_file(): raise NotFound(f"File not found: {source}")
     kind = KINDS.get(p.suffix.lower())
@@ -194,11 +199,12 @@ def ingest(store:Store, source:str, # a file path or an http(s) URL
            library:str='default', # the library (collection) to add it to
            metadata:dict|None=None, # the user's metadata, merged into the document's (the user's keys win)
            reindex:bool=True, # rebuild the keyword index now (batch callers pass False and rebuild once)
-           max_bytes:int=200 * 2**20 # largest file or page accepted
+           max_bytes:int=200 * 2**20, # largest file or page accepted
+           read=None # `read(path, max_bytes)` -> (path opened, bytes): how a client's file is read (see `qmd_nb.tools.client_reader`)
           ) -> IngestResult:
     "Add one file or URL to a library: `indexed`, `replaced` or `skipped` (same content as last time)."
     _check_args(source, library, metadata, store)
-    src, data, kind, charset, name = _read_source(source.strip(), max_bytes)
+    src, data, kind, charset, name = _read_source(source.strip(), max_bytes, read)
     h = hashlib.sha256(data).hexdigest()
     with store.writing():
         store.reload_config(); ensure_library(store, library)
@@ -274,20 +280,20 @@ def _finish(store, jid, state, error=None, result=None):
         db.execute("UPDATE jobs SET state=?, error=?, result=?, updated_at=? WHERE id=?",
                    (state, error, json.dumps(result.__dict__) if result else None, now_iso(), jid))
 
-def _run_job(store, jid, source, library, metadata):
-    try: _finish(store, jid, 'done', result=ingest(store, source, library, metadata))
+def _run_job(store, jid, source, library, metadata, read=None):
+    try: _finish(store, jid, 'done', result=ingest(store, source, library, metadata, read=read))
     except QmdError as e: _finish(store, jid, 'failed', str(e))
     except Exception as e: # a job's boundary: whatever happens must end in its row, not in a thread's traceback
         _finish(store, jid, 'failed', f"internal error: {type(e).__name__}: {e}")
     finally: _THREADS.pop(jid, None)
 
-def start_ingest(store:Store, source:str, library:str='default', metadata:dict|None=None) -> str:
+def start_ingest(store:Store, source:str, library:str='default', metadata:dict|None=None, read=None) -> str:
     "Start ingesting in the background; returns the job id."
     _check_args(source, library, metadata, store)
     jid, ts = uuid.uuid4().hex, now_iso()
     with store.tx() as db:
         db.execute("INSERT INTO jobs VALUES(?,?,?,?,?,?,?,?,?,?)", (jid, source.strip(), library, json.dumps(metadata), 'processing', None, None, os.getpid(), ts, ts))
-    t = _THREADS[jid] = threading.Thread(target=_run_job, args=(store, jid, source, library, metadata), name=f'ingest-{jid[:8]}', daemon=True)
+    t = _THREADS[jid] = threading.Thread(target=_run_job, args=(store, jid, source, library, metadata, read), name=f'ingest-{jid[:8]}', daemon=True)
     t.start()
     return jid
 

@@ -177,7 +177,8 @@ def mcp_config(exe:str, # the qmd-nb executable
         "# Claude Code: run", f"claude mcp add qmd-nb{envs} -- {exe} {' '.join(args)}",
         "# VS Code: .vscode/mcp.json in a workspace (or 'MCP: Open User Configuration')", vscode,
         "# VS Code (and any client), over HTTP, while 'qmd-nb serve --transport http' runs" + (" (the token is a secret: keep the file private)" if token else ''), http,
-        "# Claude Code over HTTP: run", f"claude mcp add --transport http qmd-nb {mcp_url}" + (f" --header 'Authorization: Bearer {token}'" if token else ''),
+        "# Claude Code over HTTP: run" + (" (a command's arguments are visible to other local users while it runs, and stay in the shell's history: the .mcp.json entry below keeps the token in a file)" if token else ''),
+        f"claude mcp add --transport http qmd-nb {mcp_url}" + (f" --header 'Authorization: Bearer {token}'" if token else ''),
         "# or in .mcp.json", code_http])
 
 # %% ../nbs/23_serve.ipynb #ffa21df2

@@ -10,17 +10,17 @@ import json, threading
 from dataclasses import dataclass
 from .config import QmdError, UsageError
 from .store import Store
-from .auth import confine
+from .auth import confine, read_confined
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult
 from .docs import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc, empty_hint, ADD_COLLECTION, qmd_uri
 from .format import search_summary, status_text, doc_text
 
 # %% auto #0
-__all__ = ['LIST_PAGE', 'QUERY_GUIDE', 'ModelNotLoaded', 'Engine', 'EngineView', 'confine_path', 'ToolResult', 'text_block',
-           'error_result', 'guarded', 'results_result', 'run_vsearch', 'run_query', 'search_tool', 'vsearch_tool',
-           'query_tool', 'has_vectors_any', 'resource_block', 'get_tool', 'multi_get_tool', 'status_structured',
-           'current_fingerprint', 'status_tool', 'read_document', 'list_documents', 'instructions']
+__all__ = ['LIST_PAGE', 'QUERY_GUIDE', 'ModelNotLoaded', 'Engine', 'EngineView', 'confine_path', 'client_reader', 'ToolResult',
+           'text_block', 'error_result', 'guarded', 'results_result', 'run_vsearch', 'run_query', 'search_tool',
+           'vsearch_tool', 'query_tool', 'has_vectors_any', 'resource_block', 'get_tool', 'multi_get_tool',
+           'status_structured', 'current_fingerprint', 'status_tool', 'read_document', 'list_documents', 'instructions']
 
 # %% ../nbs/20_tools.ipynb #78fd2e94
 class ModelNotLoaded(QmdError):
@@ -109,7 +109,17 @@ def _view(self:Engine, collections=None, # collections the client may see (None:
 def confine_path(engine, path:str) -> str:
     "`path` itself for the owner; for a client, the resolved path if it lies under its roots or its collections' folders, else `Forbidden`."
     if engine.roots is None: return path
-    return confine(path, [*engine.roots, *(c.path for c in engine.store.config.collections.values())])
+    return confine(path, *_roots(engine))
+
+def _roots(engine) -> tuple[list, list]:
+    "(folders a client may name, folders never served): its roots and collections' folders; every index's files and the tokens."
+    own = [engine.store.paths.cache.parent, engine.store.paths.config_file.parent]
+    return [*engine.roots, *(c.path for c in engine.store.config.collections.values())], own
+
+def client_reader(engine):
+    "How `ingest` reads a client's file: confined again and opened without following a link, when the write queue reaches it (None for the owner)."
+    if engine.roots is None: return None
+    return lambda path, max_bytes: read_confined(path, *_roots(engine), max_bytes) # a file swapped for a link while queued is refused
 
 Engine.view = _view
 
