@@ -6,12 +6,14 @@ Docs: https://qmd-nb.github.io/qmd-nb/config.html.md"""
 
 # %% ../nbs/00_config.ipynb #1460bb9f
 from __future__ import annotations
-import json, os, re, tempfile
+import contextvars, errno, json, os, re, tempfile, time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEFAULT_MASK', 'QmdError', 'UsageError', 'NotFound', 'base_dirs', 'check_name', 'IndexPaths', 'index_paths',
+__all__ = ['DEFAULT_MASK', 'QmdError', 'UsageError', 'NotFound', 'TooSlow', 'Busy', 'deadline', 'past_deadline', 'check_deadline',
+           'ReadOnlyIndex', 'DiskFull', 'storage_error', 'base_dirs', 'check_name', 'IndexPaths', 'index_paths',
            'Collection', 'norm_context_path', 'contexts_for', 'Config', 'atomic_write']
 
 # %% ../nbs/00_config.ipynb #b2bede68
@@ -26,6 +28,59 @@ class UsageError(QmdError):
 class NotFound(QmdError):
     "A document, collection or context that does not exist."
     status = 404
+
+# %% ../nbs/00_config.ipynb #feaa0c83
+class TooSlow(QmdError):
+    "Work stopped because it ran past its time limit (HTTP 503)."
+    status = 503
+
+class Busy(QmdError):
+    "Too much work queued already: try again later (HTTP 429)."
+    status = 429
+
+_DEADLINE = contextvars.ContextVar('qmd_nb_deadline', default=None) # (monotonic end, seconds) of the current request
+
+@contextmanager
+def deadline(seconds:float|None # time limit for the block; None: no limit (an outer one still holds)
+            ):
+    "Give the work of a `with` block a time limit that `check_deadline` (and the catalog's queries) enforce."
+    cur = _DEADLINE.get()
+    if seconds is None or (cur is not None and cur[0] <= time.monotonic() + seconds): yield; return
+    tok = _DEADLINE.set((time.monotonic() + seconds, seconds))
+    try: yield
+    finally: _DEADLINE.reset(tok)
+
+def past_deadline() -> bool:
+    "Whether the current work has run past its time limit."
+    d = _DEADLINE.get()
+    return d is not None and time.monotonic() > d[0]
+
+def check_deadline():
+    "Raise `TooSlow` when the current work has run past its time limit."
+    if past_deadline(): raise TooSlow(f"The request took longer than its time limit ({_DEADLINE.get()[1]:g} s) and was stopped; ask for less")
+
+# %% ../nbs/00_config.ipynb #7a427f4e
+class ReadOnlyIndex(QmdError):
+    "The index cannot be changed: its folder is read-only (HTTP 409); reading commands still work."
+    status = 409
+
+class DiskFull(QmdError):
+    "The disk holding the index is full (HTTP 507); the index is left as it was before the command."
+    status = 507
+
+_RO_ERRNOS, _FULL_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM), (errno.ENOSPC, errno.EDQUOT)
+
+def storage_error(e:Exception, # an OSError or sqlite3 error raised while writing the index
+                  where='' # the index folder, for the message
+                 ) -> QmdError|None:
+    "A `ReadOnlyIndex` or `DiskFull` naming the problem when `e` is one, else None."
+    msg = str(e).lower()
+    at = f" at {where}" if where else ''
+    if getattr(e, 'errno', None) in _FULL_ERRNOS or 'disk is full' in msg or 'no space left' in msg:
+        return DiskFull(f"The disk holding the index{at} is full: nothing was changed. Free some space and run the command again")
+    if getattr(e, 'errno', None) in _RO_ERRNOS or 'readonly' in msg or 'read-only' in msg:
+        return ReadOnlyIndex(f"The index{at} is read-only: this command needs to change it (searching and reading still work)")
+    return None
 
 # %% ../nbs/00_config.ipynb #7ef83019
 def base_dirs(env=None # environment to read (default `os.environ`)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json, sqlite3, threading, datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from .config import Config, Collection, IndexPaths, index_paths, NotFound
+from .config import Config, Collection, IndexPaths, index_paths, NotFound, storage_error, past_deadline, check_deadline
 
 # %% auto #0
 __all__ = ['SCHEMA', 'now_iso', 'DocRow', 'NewDoc', 'Store', 'get_collection', 'generation', 'put_docs', 'touch_docs',
@@ -74,15 +74,30 @@ def _row(r) -> DocRow: return DocRow(*r[:7], json.loads(r[7] or '{}'), r[8])
 
 # %% ../nbs/03_store.ipynb #a45bb8d2
 class _Tx:
-    "`with store.tx() as db:` runs statements in one transaction under the store's lock."
+    "`with store.tx() as db:` one transaction under the store's lock; a `tx` inside another is a savepoint of it."
     def __init__(self, store): self.store = store
     def __enter__(self):
-        self.store.lock.acquire()
-        try: db = self.store.db; db.execute('BEGIN IMMEDIATE'); return db
-        except BaseException: self.store.lock.release(); raise
+        s = self.store; s.lock.acquire()
+        try:
+            db = s.db
+            db.execute('BEGIN IMMEDIATE' if s._txdepth == 0 else f'SAVEPOINT tx{s._txdepth}')
+        except BaseException as e: s.lock.release(); s._raise_storage(e); raise
+        s._txdepth += 1; s._txowner = threading.get_ident()
+        return db
     def __exit__(self, et, ev, tb):
-        try: self.store.db.execute('COMMIT' if et is None else 'ROLLBACK')
-        finally: self.store.lock.release()
+        s = self.store; s._txdepth -= 1; n = s._txdepth
+        try:
+            if et is None:
+                try: s.db.execute('COMMIT' if n == 0 else f'RELEASE tx{n}')
+                except sqlite3.Error as e: self._undo(n); s._raise_storage(e); raise
+            else: self._undo(n); s._raise_storage(ev)
+        finally:
+            if n == 0: s._txowner = None
+            s.lock.release()
+    def _undo(self, n):
+        try: self.store.db.execute('ROLLBACK' if n == 0 else f'ROLLBACK TO tx{n}')
+        except sqlite3.Error: pass # SQLite already rolled back (e.g. on a full disk)
+        if n: self.store.db.execute(f'RELEASE tx{n}')
 
 class _WriteLock:
     "Re-entrant lock held by index-changing work, across threads (an RLock) and processes (flock on a file)."
@@ -91,14 +106,16 @@ class _WriteLock:
         s = self.s; s.wlock.acquire()
         if s._wdepth == 0:
             import fcntl
-            s.paths.cache.mkdir(parents=True, exist_ok=True)
-            s._wfile = open(s.paths.cache/'write.lock', 'a')
-            fcntl.flock(s._wfile, fcntl.LOCK_EX)
+            try:
+                s.paths.cache.mkdir(parents=True, exist_ok=True)
+                s._wfile = open(s.paths.cache/'write.lock', 'ab')
+            except OSError as e: s.wlock.release(); s._raise_storage(e); raise
+            fcntl.flock(s._wfile, fcntl.LOCK_EX); s._wowner = threading.get_ident()
         s._wdepth += 1
         return s
     def __exit__(self, *a):
         s = self.s; s._wdepth -= 1
-        if s._wdepth == 0: s._wfile.close(); s._wfile = None # closing releases the flock
+        if s._wdepth == 0: s._wfile.close(); s._wfile = s._wowner = None # closing releases the flock
         s.wlock.release()
 
 def _file_sig(p:Path):
@@ -106,6 +123,30 @@ def _file_sig(p:Path):
     try: st = p.stat(); return st.st_mtime_ns, st.st_size
     except FileNotFoundError: return None
 
+# %% ../nbs/03_store.ipynb #a84c86d2
+def _late() -> int: return 1 if past_deadline() else 0 # SQLite's progress handler: a non-zero answer stops the query
+
+def _open_catalog(path:Path) -> tuple[sqlite3.Connection, bool]:
+    "(connection, read-only?) to the catalog: writable when it can be, else read-only (a read-only mount, a CD, a snapshot)."
+    kw = dict(timeout=30, check_same_thread=False, isolation_level=None)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, **kw)
+        db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL'); db.executescript(SCHEMA)
+        return db, False
+    except (sqlite3.OperationalError, OSError) as e:
+        if storage_error(e) is None and 'unable to open' not in str(e): raise
+    if not path.exists(): # nothing indexed, and nowhere to write: an empty catalog
+        db = sqlite3.connect(':memory:', **kw); db.executescript(SCHEMA); return db, True
+    uri = path.resolve().as_uri()
+    for q in ('?mode=ro', '?mode=ro&immutable=1'): # with the WAL's -shm when it exists; else the file as it is
+        try:
+            db = sqlite3.connect(uri + q, uri=True, **kw); db.execute('SELECT COUNT(*) FROM documents').fetchone()
+            return db, True
+        except sqlite3.OperationalError as e: err = e
+    raise storage_error(err, path.parent) or err
+
+# %% ../nbs/03_store.ipynb #a4a3884d
 class Store:
     "One named index: config plus SQLite catalog."
     def __init__(self, name:str='index', # index name (`--index`)
@@ -114,8 +155,9 @@ class Store:
                 ):
         self.paths = paths or index_paths(name, env)
         self.lock, self._db, self._config, self.cache = threading.RLock(), None, None, {}
-        self._config_sig = None
-        self.wlock, self._wdepth, self._wfile = threading.RLock(), 0, None
+        self._config_sig, self.readonly = None, False
+        self.wlock, self._wdepth, self._wfile, self._wowner = threading.RLock(), 0, None, None
+        self._txdepth, self._txowner, self._local, self._readers = 0, None, threading.local(), []
 
     @property
     def config(self) -> Config:
@@ -124,21 +166,39 @@ class Store:
         if self._config is None or sig != self._config_sig: self._config, self._config_sig = Config.load(self.paths.config_file), sig
         return self._config
 
-    def save_config(self): self.config.save(self.paths.config_file)
+    def save_config(self):
+        try: self.config.save(self.paths.config_file)
+        except OSError as e: self._raise_storage(e); raise
 
     @property
     def db(self) -> sqlite3.Connection:
+        "The connection that writes (and reads inside transactions)."
         if self._db is None:
-            self.paths.cache.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.paths.db, timeout=30, check_same_thread=False, isolation_level=None)
-            db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL')
-            db.executescript(SCHEMA)
-            self._db = db
+            with self.lock:
+                if self._db is None: self._db, self.readonly = _open_catalog(self.paths.db)
         return self._db
+
+    def _reader(self) -> sqlite3.Connection:
+        "This thread's read connection: it reads the last committed state, never waiting for a writer."
+        c = getattr(self._local, 'db', None)
+        if c is None or c[0] is not self._db:
+            db = self.db
+            c = (db, db if self.readonly else sqlite3.connect(self.paths.db, timeout=30, check_same_thread=False, isolation_level=None))
+            if c[1] is not db: c[1].set_progress_handler(_late, 20000); self._readers.append(c[1])
+            self._local.db = c
+        return c[1]
+
+    def _raise_storage(self, e:BaseException):
+        "Raise a clear `ReadOnlyIndex`/`DiskFull` for an OSError or SQLite error that is one; return otherwise."
+        if isinstance(e, (OSError, sqlite3.Error)) and (err := storage_error(e, self.paths.cache)) is not None: raise err from None
 
     def writing(self) -> _WriteLock:
         "Hold the write lock: updates, collection changes and index builds from any process run one at a time."
         return _WriteLock(self)
+
+    def is_writing(self) -> bool:
+        "Whether this thread holds the write lock (only writers rebuild derived indexes)."
+        return self._wdepth > 0 and self._wowner == threading.get_ident()
 
     def reload_config(self): self._config = None
 
@@ -146,12 +206,45 @@ class Store:
         "A transaction: `with store.tx() as db: ...` commits on success, rolls back on error."
         return _Tx(self)
 
+    def try_write(self, sql:str, rows:list|None=None # executemany over rows when given
+                 ) -> bool:
+        "Write derived data (a cache) if the catalog takes it at once: never waits for a writer, never fails when read-only."
+        if self.readonly or not self.lock.acquire(blocking=False): return False
+        try:
+            if self._txdepth: return False
+            db = self.db; db.execute('PRAGMA busy_timeout=0')
+            try:
+                db.execute('BEGIN IMMEDIATE')
+                db.executemany(sql, rows) if rows is not None else db.execute(sql)
+                db.execute('COMMIT'); return True
+            except sqlite3.Error:
+                if db.in_transaction: db.execute('ROLLBACK')
+                return False
+            finally: db.execute('PRAGMA busy_timeout=30000')
+        finally: self.lock.release()
+
+    def shrink_wal(self):
+        "Give back the disk space of a failed big transaction (truncate the WAL), if no reader holds it; best effort."
+        if self.readonly or self._db is None: return
+        with self.lock:
+            try: self._db.execute('PRAGMA busy_timeout=1000'); self._db.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+            except sqlite3.Error: pass
+            finally: self._db.execute('PRAGMA busy_timeout=30000')
+
     def q(self, sql:str, args=()) -> list:
-        "Run a read query, returning all rows."
-        with self.lock: return self.db.execute(sql, args).fetchall()
+        "Run a read query, returning all rows (inside this thread's transaction, its uncommitted rows too)."
+        if self._txdepth and self._txowner == threading.get_ident():
+            with self.lock: return self.db.execute(sql, args).fetchall()
+        try: return self._reader().execute(sql, args).fetchall()
+        except sqlite3.OperationalError:
+            check_deadline() # stopped by the progress handler: the request ran out of time
+            raise
 
     def close(self):
-        if self._db is not None: self._db.close(); self._db = None
+        with self.lock:
+            for c in self._readers: c.close()
+            self._readers = []
+            if self._db is not None: self._db.close(); self._db = None
 
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
