@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult # imported where used: it brings numpy
 
 # %% auto #0
-__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'check_port', 'http_server', 'warm_in_background', 'profiles_ready', 'serve', 'qmd_exe',
-           'mcp_config', 'server_url', 'call_server', 'remote_search']
+__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'check_port', 'http_server', 'client_deadline', 'warm_in_background', 'profiles_ready',
+           'serve', 'qmd_exe', 'mcp_config', 'server_url', 'call_server', 'remote_search']
 
 # %% ../nbs/23_serve.ipynb #83629449
 DEFAULT_PORT = 18765
@@ -28,13 +28,61 @@ def check_port(host:str, port:int):
         try: s.bind((host, port))
         except OSError as e: raise QmdError(f"Cannot listen on {host}:{port}: {e.strerror} (another qmd-nb serve? choose one with --port)")
 
-def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT, **app_kw):
+def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT,
+                client_timeout:float=15.0, # seconds a client has to send a whole request (headers and body) once connected
+                **app_kw):
     "A uvicorn server for the REST API and MCP at /mcp (`.run()` it, or `await .serve()`)."
     import uvicorn
     from qmd_nb.rest import mk_app
     cfg = uvicorn.Config(mk_app(engine, host, **app_kw), host=host, port=port, log_level='warning', access_log=False,
-                         lifespan='on', timeout_graceful_shutdown=5)
-    return uvicorn.Server(cfg)
+                         lifespan='on', timeout_graceful_shutdown=3, timeout_keep_alive=5, http=client_deadline(client_timeout))
+    return _Server(cfg)
+
+# %% ../nbs/23_serve.ipynb #1f0c16b7
+def client_deadline(seconds:float):
+    "uvicorn's HTTP protocol (httptools, else h11), closing a connection whose client has not sent a whole request in `seconds`."
+    try:
+        import httptools # noqa: F401 (uvicorn's faster parser, when installed)
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+    except ImportError: from uvicorn.protocols.http.h11_impl import H11Protocol as Base
+    class Timed(Base):
+        def _arm(self):
+            self._disarm(); self._qmd_timer = self.loop.call_later(seconds, self._expire)
+        def _disarm(self):
+            if getattr(self, '_qmd_timer', None) is not None: self._qmd_timer.cancel(); self._qmd_timer = None
+        def _expire(self):
+            self._qmd_timer = None
+            if not self.transport.is_closing(): self.transport.close() # the client owes us bytes it has had time to send
+        def connection_made(self, transport): super().connection_made(transport); self._arm()
+        def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
+        def on_message_complete(self): # httptools: the whole request is in
+            self._disarm(); super().on_message_complete()
+        def data_received(self, data):
+            super().data_received(data)
+            conn = getattr(self, 'conn', None) # h11: the request is in once the client's side is done
+            if conn is not None and getattr(conn.their_state, '__name__', '') in ('DONE', 'MUST_CLOSE'): self._disarm()
+        def on_response_complete(self): super().on_response_complete(); self._arm()
+    return Timed
+
+def _exit_within(seconds:float):
+    "Leave the process `seconds` from now, whatever is still running (an orderly exit usually comes first)."
+    def go():
+        for f in (sys.stdout, sys.stderr):
+            try: f.flush()
+            except (OSError, ValueError): pass
+        os._exit(0)
+    t = threading.Timer(seconds, go); t.daemon = True; t.start()
+
+def _server_class():
+    import uvicorn
+    class Server(uvicorn.Server):
+        "uvicorn's server, sure to be gone 5 s after a stop signal."
+        def handle_exit(self, sig, frame):
+            if not self.should_exit: _exit_within(4.5)
+            super().handle_exit(sig, frame)
+    return Server
+
+def _Server(cfg): return _server_class()(cfg)
 
 # %% ../nbs/23_serve.ipynb #5e25b5a7
 def warm_in_background(engine) -> threading.Thread:
@@ -71,14 +119,15 @@ async def _both(engine, server, tools=('qmd',)):
 def _stop_quietly():
     "Make SIGTERM and Ctrl-C a normal exit (status 0): uvicorn shuts down gracefully, then re-raises the signal to us."
     import signal
-    def stop(sig, frame): raise SystemExit(0)
+    def stop(sig, frame): _exit_within(4.5); raise SystemExit(0)
     for sig in (signal.SIGTERM, signal.SIGINT): signal.signal(sig, stop)
 
 def serve(engine, # the engine to serve
           transport:str='mcp', # mcp (stdio), http (REST + MCP at /mcp), or both
           host:str='127.0.0.1', port:int=DEFAULT_PORT,
           allowed_origins:list[str]|None=None, allowed_hosts:list[str]|None=None,
-          tools=('qmd',) # MCP tool profiles (see `qmd_nb.mcp.PROFILES`)
+          tools=('qmd',), # MCP tool profiles (see `qmd_nb.mcp.PROFILES`)
+          client_timeout:float=15.0 # HTTP: seconds a client has to send a whole request
          ):
     "Serve `engine` until end of input (stdio), Ctrl-C or SIGTERM."
     if transport not in TRANSPORTS: raise QmdError(f"Unknown transport {transport!r}: choose from {', '.join(TRANSPORTS)}")
@@ -89,14 +138,14 @@ def serve(engine, # the engine to serve
         try: return serve_stdio(engine, tools, on_ready=lambda: warm_in_background(engine.start_loading(delay=2.0)))
         finally: engine.close()
     check_port(host, port)
-    server = http_server(engine.start_loading(delay=0.5), host, port, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts, tools=tools)
+    server = http_server(engine.start_loading(delay=0.5), host, port, client_timeout, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts, tools=tools)
     print(f"qmd-nb: REST on http://{host}:{port}, MCP (Streamable HTTP) on http://{host}:{port}/mcp", file=sys.stderr)
     _stop_quietly(); warm_in_background(engine)
     try:
         if transport == 'http': return server.run()
         import anyio
         anyio.run(_both, engine, server, tools)
-    finally: engine.close()
+    finally: _exit_within(1.5); engine.close() # the model load and background work get a moment to stop, no more
 
 # %% ../nbs/23_serve.ipynb #104f9c92
 def qmd_exe() -> str:

@@ -33,6 +33,7 @@ class Engine:
         self.store, self._factory, self._emb, self._lock = store, embedder_factory, None, threading.Lock()
         self._ready, self._error, self._began, self._closed = threading.Event(), None, False, False
         self.stopping, self._workers = threading.Event(), [] # background work checks `stopping`; `close` joins `_workers`
+        self.request_timeout, self.allow_private_urls = 30.0, False # a read's time limit (s); URL ingestion of private addresses (the owner's choice)
 
     def _load(self):
         with self._lock:
@@ -123,6 +124,17 @@ def run_vsearch(engine:Engine, query:str, limit:int=10, min_score:float=0.3, col
     if not has_vectors(engine.store, emb.fingerprint): raise VectorIndexMissing()
     return vsearch(engine.store, emb, query, limit, collection, min_score, filter)
 
+def _bounded(query, intent, searches):
+    "Refuse inputs whose cost is out of proportion (a 1 MB intent took 16 s)."
+    from qmd_nb.search import MAX_QUERY
+    for name, v in (('query', query), ('intent', intent)):
+        if isinstance(v, str) and len(v) > MAX_QUERY: raise UsageError(f"{name} is too long ({len(v)} characters; the limit is {MAX_QUERY})")
+    if isinstance(searches, list):
+        if len(searches) > 10: raise UsageError(f"searches lists too many sub-queries ({len(searches)}; the limit is 10)")
+        for i, s in enumerate(searches):
+            if isinstance(s, dict) and isinstance(s.get('query'), str) and len(s['query']) > MAX_QUERY:
+                raise UsageError(f"searches[{i}].query is too long ({len(s['query'])} characters; the limit is {MAX_QUERY})")
+
 def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=0, collection=None,
               searches:list|None=None, # typed sub-queries [{type: lex|vec|hyde, query}], instead of `query`
               intent:str|None=None, # what the asker is after; it steers the reranker
@@ -134,6 +146,7 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
     from qmd_nb.hybrid import query as hybrid_query, QueryParams # imported on first use: the MCP server starts without them
     if query is not None and searches: raise UsageError("Give either query or searches, not both")
     if query is None and not searches: raise UsageError("query (or searches) is required")
+    _bounded(query, intent, searches)
     p = QueryParams.from_settings(engine.store.config.settings)
     if candidate_limit is not None:
         if isinstance(candidate_limit, bool) or not isinstance(candidate_limit, int) or not 1 <= candidate_limit <= 200:

@@ -106,7 +106,7 @@ def _ingest(engine, source:str, library, metadata) -> Ingested:
     from qmd_nb.ingest import ingest
     library = check_name(_str('library', library), 'library')
     if metadata is not None and not isinstance(metadata, dict): raise UsageError(f"metadata must be an object or null (got {metadata!r})")
-    r = ingest(engine.store, source, library, metadata)
+    r = ingest(engine.store, source, library, metadata, allow_private=getattr(engine, 'allow_private_urls', False))
     return Ingested(r.status, r.doc_id, r.source, r.library, r.chunk_count)
 
 @contract
