@@ -105,8 +105,10 @@ def test_malformed_first_messages_reach_the_sdk(qmd, notes):
     bad = dict(_hello('2025-11-25'), params={'protocolVersion': '2025-11-25', 'capabilities': {}}) # no clientInfo
     (refused,), _ = _run_raw(qmd.env, bad)
     assert refused['error']['code'] == -32602, refused # the SDK's answer, not the cache's
-    import subprocess
+    import json, subprocess
     p = subprocess.Popen([QMD_BIN, 'mcp'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=qmd.env)
     p.stdin.write(b'not json\n{"jsonrpc": "2.0", "id": 3, "method": "ping"}\n'); p.stdin.flush()
-    assert p.stdout.readline() == b'{"jsonrpc":"2.0","id":3,"result":{}}\n' # the SDK skipped the bad line, as it always has
+    parse_error = json.loads(p.stdout.readline()) # JSON-RPC answers a line that is no JSON (the SDK alone said nothing)
+    assert (parse_error['id'], parse_error['error']['code']) == (None, -32700), parse_error
+    assert p.stdout.readline() == b'{"jsonrpc":"2.0","id":3,"result":{}}\n' # and the session goes on
     p.stdin.close(); assert p.wait(timeout=30) == 0

@@ -36,7 +36,7 @@ def web():
 async def _session(qmd, fn):
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
-    async with Client(StdioServerParameters(command=QMD_BIN, args=['mcp', '--tools', 'vectordb'], env=qmd.env)) as c: return await fn(c)
+    async with Client(StdioServerParameters(command=QMD_BIN, args=['mcp', '--tools', 'vectordb', '--allow-private-urls'], env=qmd.env)) as c: return await fn(c)
 
 def test_vectordb_contract(qmd, tmp_path, web):
     files = write_tree(tmp_path/'in', {

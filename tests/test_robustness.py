@@ -8,19 +8,24 @@ def _big_tree(root:Path, n:int) -> Path:
     return write_tree(root, {f'd{i // 500}/note{i}.md': f"# Note {i}\n\n" + ' '.join(words[(i + k) % len(words)] for k in range(400)) + f"\nunique{i}\n"
                              for i in range(n)})
 
-def test_killed_update_leaves_consistent_index(qmd, tmp_path):
-    root = _big_tree(tmp_path/'big', 6000)
-    p = subprocess.Popen([QMD_BIN, 'collection', 'add', str(root), '--name', 'big'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    db = qmd.home/'cache'/'index'/'catalog.sqlite'
-    deadline = time.time() + 120
-    while time.time() < deadline: # kill once some batches are in, well before the run ends
+def _kill_when(p, db, n_docs, timeout=120):
+    "SIGKILL `p` once the catalog holds `n_docs` documents (some batches in, well before the run ends)."
+    deadline = time.time() + timeout
+    while time.time() < deadline and p.poll() is None:
         if db.exists():
             try:
-                n = sqlite3.connect(db).execute("SELECT COUNT(*) FROM documents").fetchone()[0]
-                if n >= 500: break
+                if sqlite3.connect(db).execute("SELECT COUNT(*) FROM documents").fetchone()[0] >= n_docs: break
             except sqlite3.OperationalError: pass
         time.sleep(0.05)
     p.send_signal(signal.SIGKILL); p.wait()
+
+def test_killed_update_leaves_consistent_index(qmd, tmp_path):
+    root = tmp_path/'big'; root.mkdir()
+    qmd('collection', 'add', root, '--name', 'big') # empty: the files come next, and `update` indexes them in batches
+    _big_tree(root, 6000)
+    p = subprocess.Popen([QMD_BIN, 'update'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    db = qmd.home/'cache'/'index'/'catalog.sqlite'
+    _kill_when(p, db, 500)
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == 'ok'
     n = con.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
@@ -32,6 +37,19 @@ def test_killed_update_leaves_consistent_index(qmd, tmp_path):
     assert f'big: {6000 - n} indexed, 0 updated, {n} unchanged, 0 removed, 0 skipped' in out
     assert qmd('search', 'unique5999', '--format', 'files').stdout.strip() == 'big/d11/note5999.md'
     assert 'big: 0 indexed, 0 updated, 6000 unchanged' in qmd('update').stdout
+
+def test_killed_collection_add_leaves_nothing(qmd, tmp_path):
+    "A collection add is all or nothing: killed half-way, no collection and no document remain, and adding it again works."
+    root = _big_tree(tmp_path/'big', 3000)
+    qmd('collection', 'add', write_tree(tmp_path/'small', {'a.md': '# A\nalpha'}), '--name', 'small')
+    p = subprocess.Popen([QMD_BIN, 'collection', 'add', str(root), '--name', 'big'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wal, t0 = qmd.home/'cache'/'index'/'catalog.sqlite-wal', time.time()
+    while p.poll() is None and time.time() - t0 < 60 and not (wal.exists() and wal.stat().st_size > 2 << 20): time.sleep(0.01)
+    assert p.poll() is None, "the add ended before it could be killed"
+    p.send_signal(signal.SIGKILL); p.wait() # well into its transaction: megabytes of it written
+    st = qmd.json('status', '--json')
+    assert (st['total_documents'], [c['name'] for c in st['collections']]) == (1, ['small'])
+    assert '3000 indexed' in qmd('collection', 'add', root, '--name', 'big').stdout
 
 def test_concurrent_updates_and_searches(qmd, tmp_path):
     root = _big_tree(tmp_path/'c', 800)
