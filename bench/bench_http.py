@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT/'bench'))
 def pct(xs, p): xs = sorted(xs); return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 def setup(home:str, env:dict):
-    st = json.loads(subprocess.run([QMD, 'status', '--json'], env=env, capture_output=True, text=True, check=True).stdout)
+    st = json.loads(subprocess.run([QMD, 'status', '--json'], env=env, capture_output=True, text=True, check=True, encoding='utf-8').stdout)
     if not st['collections']:
         subprocess.run([QMD, 'collection', 'add', str(DATA/'tldr-pages'), '--name', 'tldr'], env=env, check=True, capture_output=True)
-    t = time.time(); r = subprocess.run([QMD, 'embed'], env=env, check=True, capture_output=True, text=True)
+    t = time.time(); r = subprocess.run([QMD, 'embed'], env=env, check=True, capture_output=True, text=True, encoding='utf-8')
     print(f"setup: {r.stdout.strip()} ({time.time() - t:.0f} s)", flush=True)
 
 def start(env):
@@ -98,7 +98,7 @@ def concurrent_load(url, qs, files, n_requests, n_clients):
     return dict(requests=len(lat), errors=sum(e for _, e in res), p50_ms=statistics.median(lat), p99_ms=pct(lat, 99), rps=len(lat) / wall)
 
 def peak_mib(pid):
-    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+    for line in Path(f'/proc/{pid}/status').read_text(encoding='utf-8').splitlines():
         if line.startswith('VmHWM'): return int(line.split()[1]) / 1024
 
 def main():

@@ -35,7 +35,7 @@ def make_docx(rng, i):
 
 def run(env, *args):
     t = time.perf_counter()
-    r = subprocess.run([str(Path(sys.executable).parent/'qmd-nb'), *map(str, args)], env=env, capture_output=True, text=True)
+    r = subprocess.run([str(Path(sys.executable).parent/'qmd-nb'), *map(str, args)], env=env, capture_output=True, text=True, encoding='utf-8')
     if r.returncode: sys.exit(f"qmd-nb {' '.join(map(str, args))} failed: {r.stderr}")
     return time.perf_counter() - t, r
 

@@ -408,7 +408,7 @@ def git_pull(folder:str # a folder; only git checkouts are pulled
     "Fast-forward a git checkout; git's complaint when it fails, None when it worked or is no checkout."
     import subprocess
     if not (Path(folder)/'.git').exists(): return None
-    r = subprocess.run(['git', '-C', str(folder), 'pull', '--ff-only'], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(['git', '-C', str(folder), 'pull', '--ff-only'], capture_output=True, text=True, encoding='utf-8', errors='replace', timeout=300)
     return None if r.returncode == 0 else (r.stderr or r.stdout).strip()
 
 def pull_collections(store:Store, names:list[str]|None=None # collections (default: all)

@@ -45,7 +45,7 @@ def docs_dir(tmp_path):
     (d/'scan.pdf').write_bytes(make_pdf(['', '']))
     (d/'memo.docx').write_bytes(make_docx('Rotation memo', ['Rotate the quokka disks every Friday.']))
     (d/'guide.html').write_bytes(HTML)
-    (d/'notes.md').write_text('# Notes\n\nPlain markdown still works.\n')
+    (d/'notes.md').write_text('# Notes\n\nPlain markdown still works.\n', encoding='utf-8')
     (d/'broken.docx').write_bytes(b'PK\x03\x04 truncated')
     return d
 
@@ -164,7 +164,7 @@ def test_jobs_seen_from_another_process(tmp_path, docs_dir):
     assert wait_job(st, jid, 60).state == 'done' and wait_job(st, bad, 60).state == 'failed'
     code = ("import sys, json; from qmd_nb.store import Store; from qmd_nb.ingest import job_status;"
             "st = Store(env={'QMD_NB_HOME': sys.argv[1]}); print(json.dumps([job_status(st, j).__dict__ for j in sys.argv[2:]], default=lambda o: o.__dict__))")
-    out = json.loads(subprocess.run([sys.executable, '-c', code, str(home), jid, bad], capture_output=True, text=True, check=True).stdout)
+    out = json.loads(subprocess.run([sys.executable, '-c', code, str(home), jid, bad], capture_output=True, text=True, check=True, encoding='utf-8').stdout)
     assert out[0]['state'] == 'done' and out[0]['result']['doc_id'] == doc_uuid('jobs', 'report.pdf')
     assert out[1]['state'] == 'failed' and 'no extractable text' in out[1]['error']
     assert delete_document(st, out[0]['result']['doc_id']) >= 1

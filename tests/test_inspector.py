@@ -15,12 +15,12 @@ def inspector(tmp_path_factory):
     env = {**os.environ, **env_over}
     def run(server_env:dict, *args, check=True):
         cmd = [NODE_SH, '-y', INSPECTOR, '--cli', *[x for k, v in server_env.items() for x in ('-e', f'{k}={v}')], QMD_BIN, 'mcp', *args]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=state)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=state, encoding='utf-8')
         if check: assert r.returncode == 0, f"inspector exited {r.returncode}: {r.stderr[-3000:]}"
         return r
-    r = subprocess.run([NODE_SH, '-y', INSPECTOR, '--version'], capture_output=True, text=True, timeout=600, cwd=state, env=env)
+    r = subprocess.run([NODE_SH, '-y', INSPECTOR, '--version'], capture_output=True, text=True, timeout=600, cwd=state, env=env, encoding='utf-8')
     if r.returncode != 0:
-        ping = subprocess.run(['npm', 'ping'], capture_output=True, text=True, timeout=60)
+        ping = subprocess.run(['npm', 'ping'], capture_output=True, text=True, timeout=60, encoding='utf-8')
         if ping.returncode != 0: pytest.skip(f"npm registry unreachable, cannot install Node 22 / {INSPECTOR}: {(ping.stderr or ping.stdout)[-500:]}")
         raise AssertionError(f"tools/node.sh -y {INSPECTOR} failed ({r.returncode}): {r.stderr[-2000:]}")
     return run

@@ -54,8 +54,8 @@ def test_killed_collection_add_leaves_nothing(qmd, tmp_path):
 def test_concurrent_updates_and_searches(qmd, tmp_path):
     root = _big_tree(tmp_path/'c', 800)
     qmd('collection', 'add', root, '--name', 'c')
-    for i in range(0, 800, 7): (root/f'd{i // 500}'/f'note{i}.md').write_text(f'# Note {i}\nchanged{i}\n')
-    procs = [subprocess.Popen([QMD_BIN, 'update'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for i in range(0, 800, 7): (root/f'd{i // 500}'/f'note{i}.md').write_text(f'# Note {i}\nchanged{i}\n', encoding='utf-8')
+    procs = [subprocess.Popen([QMD_BIN, 'update'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8') for _ in range(3)]
     searches = [qmd('search', 'gamma delta', '-n', '3') for _ in range(5)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
@@ -66,7 +66,7 @@ def test_concurrent_updates_and_searches(qmd, tmp_path):
 def test_unreadable_and_odd_files(qmd, tmp_path):
     root = write_tree(tmp_path/'odd', {'ok.md': '# OK\nfine', 'latin1.md': 'caf\xe9'.encode('latin-1'), 'nul.md': b'a\x00b',
                                       'empty.md': '', 'crlf.md': '# Win\r\nline two\r\n', 'bom.md': '\ufeff# Bom\nbody'.encode()})
-    (root/'locked.md').write_text('secret'); os.chmod(root/'locked.md', 0)
+    (root/'locked.md').write_text('secret', encoding='utf-8'); os.chmod(root/'locked.md', 0)
     r = qmd('collection', 'add', root, '--name', 'odd')
     skipped = 3 if os.geteuid() != 0 else 2 # root can read a 0-mode file
     assert f'odd: {7 - skipped} indexed, 0 updated, 0 unchanged, 0 removed, {skipped} skipped' in r.stdout

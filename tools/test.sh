@@ -16,6 +16,8 @@ fi
 echo "== README.md is nbs/index.ipynb; nbs/sidebar.yml lists every notebook"
 $B/python tools/readme.py --check
 $B/python tools/render_docs.py --check-sidebar
+echo "== every text file opened with an explicit encoding (a model load switches the locale to ASCII for a moment)"
+$B/python tools/lint_encoding.py qmd_nb tests bench tools
 echo "== nbdev-test"
 $B/nbdev-test
 echo "== pytest"
