@@ -11,6 +11,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
+from pathlib import Path
 import numpy as np
 from .config import QmdError, UsageError
 
@@ -49,8 +50,20 @@ def chroma_client(store:Store, env:dict|None=None):
         u = urlparse(url)
         if u.scheme not in ('http', 'https') or not u.hostname: raise UsageError(f"Bad Chroma URL {url!r}: use http(s)://host:port")
         return chromadb.HttpClient(host=u.hostname, port=u.port or (443 if u.scheme == 'https' else 8000), ssl=u.scheme == 'https', settings=s)
-    store.paths.vectors_dir.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(store.paths.vectors_dir), settings=s)
+    return chromadb.PersistentClient(path=str(_writable_vectors(store)), settings=s)
+
+def _writable_vectors(store:Store) -> Path:
+    "The vectors folder; for a read-only index, a private copy of it (Chroma writes to its files even to read them)."
+    d = store.paths.vectors_dir
+    store.db # opening the catalog tells whether the index is read-only
+    if not store.readonly and (not d.exists() or os.access(d, os.W_OK)):
+        try: d.mkdir(parents=True, exist_ok=True); return d
+        except OSError as e: store._raise_storage(e); raise
+    import atexit, shutil, tempfile
+    copy = Path(tempfile.mkdtemp(prefix='qmd-nb-vectors-')) # removed when the process ends
+    atexit.register(shutil.rmtree, copy, True)
+    if d.exists(): shutil.copytree(d, copy, dirs_exist_ok=True)
+    return copy
 
 def space_name(fingerprint:str) -> str:
     "Chroma collection name for an embedding fingerprint."
@@ -286,10 +299,19 @@ def exact_index(store:Store, vs:VectorStore) -> ExactIndex:
         if int(z['gen']) == gen: ex = ExactIndex(z['hashes'], z['ptr'], z['seq'], z['lines'], z['M'])
     if ex is None:
         ex = _build_exact(*vs.everything())
-        f.parent.mkdir(parents=True, exist_ok=True); tmp = f.with_suffix('.tmp.npz')
-        np.savez(tmp, gen=gen, hashes=ex.hashes, ptr=ex.ptr, seq=ex.seq, lines=ex.lines, M=ex.M); os.replace(tmp, f)
+        _save_exact(f, gen, ex)
     store.cache[key] = (gen, ex)
     return ex
+
+def _save_exact(f:Path, gen:int, ex:ExactIndex):
+    "Keep a copy for the next process, if the disk takes it (a cache: a read-only or full disk only costs a rebuild)."
+    tmp = f.with_name(f'{f.stem}.{os.getpid()}.tmp.npz')
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(tmp, gen=gen, hashes=ex.hashes, ptr=ex.ptr, seq=ex.seq, lines=ex.lines, M=ex.M); os.replace(tmp, f)
+    except OSError:
+        try: tmp.unlink(missing_ok=True)
+        except OSError: pass
 
 # %% ../nbs/10_vectors.ipynb #4fe240e6
 def _allowed(store, fingerprint, names) -> dict:
