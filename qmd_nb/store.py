@@ -95,9 +95,10 @@ class _Tx:
             if n == 0: s._txowner = None
             s.lock.release()
     def _undo(self, n):
-        try: self.store.db.execute('ROLLBACK' if n == 0 else f'ROLLBACK TO tx{n}')
-        except sqlite3.Error: pass # SQLite already rolled back (e.g. on a full disk)
-        if n: self.store.db.execute(f'RELEASE tx{n}')
+        try:
+            self.store.db.execute('ROLLBACK' if n == 0 else f'ROLLBACK TO tx{n}')
+            if n: self.store.db.execute(f'RELEASE tx{n}')
+        except sqlite3.Error: pass # SQLite rolled the whole transaction back already (a full disk does)
 
 class _WriteLock:
     "Re-entrant lock held by index-changing work, across threads (an RLock) and processes (flock on a file)."
