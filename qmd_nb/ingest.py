@@ -142,11 +142,11 @@ class _Watchdog:
         except OSError: pass
     def cancel(self): self.t.cancel()
 
-def _connect(u, deadline:float, allow_private:bool):
+def _connect(u, deadline:float, allow_private):
     "A socket to an address of `u`'s host that passed the check (TLS with the host's name for https), or None."
     host, port = u.hostname, u.port or (443 if u.scheme.lower() == 'https' else 80)
     for ip in _resolve(host, port, deadline - time.monotonic()):
-        if not (allow_private or public_address(ip)): continue
+        if not (allow_private(ip) if callable(allow_private) else allow_private or public_address(ip)): continue
         try: sock = socket.create_connection((ip, port), timeout=max(0.01, deadline - time.monotonic()))
         except OSError: continue
         if u.scheme.lower() == 'https':
@@ -193,7 +193,7 @@ def _read_body(r, url, max_bytes) -> bytes:
 def fetch_url(url:str, max_bytes:int=50 * 2**20, # largest body accepted
               timeout:float=30.0, # seconds for the whole fetch: every lookup, connection, header and body byte, redirects included
               max_redirects:int=5,
-              allow_private:bool=False # fetch loopback, private and link-local addresses too (the owner's choice: `--allow-private-urls`)
+              allow_private:bool=False # fetch loopback, private and link-local addresses too (the owner's choice: `--allow-private-urls`); or a test of each address
              ) -> Fetched:
     "Fetch an http(s) URL within bounds of size, time and redirects, from public addresses only unless told otherwise."
     import http.client

@@ -35,7 +35,7 @@ def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT,
     import uvicorn
     from qmd_nb.rest import mk_app
     cfg = uvicorn.Config(mk_app(engine, host, **app_kw), host=host, port=port, log_level='warning', access_log=False,
-                         lifespan='on', timeout_graceful_shutdown=3, timeout_keep_alive=5, http=client_deadline(client_timeout))
+                         lifespan='on', timeout_graceful_shutdown=2, timeout_keep_alive=5, http=client_deadline(client_timeout))
     return _Server(cfg)
 
 # %% ../nbs/23_serve.ipynb #1f0c16b7
@@ -78,7 +78,7 @@ def _server_class():
     class Server(uvicorn.Server):
         "uvicorn's server, sure to be gone 5 s after a stop signal."
         def handle_exit(self, sig, frame):
-            if not self.should_exit: _exit_within(4.5)
+            if not self.should_exit: _exit_within(3.5)
             super().handle_exit(sig, frame)
     return Server
 
@@ -119,7 +119,7 @@ async def _both(engine, server, tools=('qmd',)):
 def _stop_quietly():
     "Make SIGTERM and Ctrl-C a normal exit (status 0): uvicorn shuts down gracefully, then re-raises the signal to us."
     import signal
-    def stop(sig, frame): _exit_within(4.5); raise SystemExit(0)
+    def stop(sig, frame): _exit_within(3.5); raise SystemExit(0)
     for sig in (signal.SIGTERM, signal.SIGINT): signal.signal(sig, stop)
 
 def serve(engine, # the engine to serve
