@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEFAULT_MASK', 'QmdError', 'UsageError', 'NotFound', 'TooSlow', 'Busy', 'deadline', 'past_deadline', 'check_deadline',
-           'ReadOnlyIndex', 'DiskFull', 'storage_error', 'base_dirs', 'check_name', 'IndexPaths', 'index_paths',
-           'Collection', 'norm_context_path', 'contexts_for', 'Config', 'atomic_write']
+__all__ = ['MAX_PATH', 'DEFAULT_MASK', 'QmdError', 'UsageError', 'NotFound', 'TooSlow', 'Busy', 'deadline', 'past_deadline',
+           'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'storage_error', 'base_dirs', 'check_name', 'check_path_text',
+           'IndexPaths', 'index_paths', 'Collection', 'norm_context_path', 'contexts_for', 'Config', 'atomic_write']
 
 # %% ../nbs/00_config.ipynb #b2bede68
 class QmdError(Exception):
@@ -104,6 +104,16 @@ def check_name(name:str, # a collection or index name
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise UsageError(f"Invalid {what} name {name!r}: use letters, digits, '.', '_' or '-' (at most 64, not starting with a symbol)")
     return name
+
+MAX_PATH = 4096 # characters in a path or file name a client sends
+
+def check_path_text(path, what:str='path') -> str:
+    "`path` if it can name a file (a non-empty string, at most `MAX_PATH` characters, no NUL), else UsageError saying why."
+    if isinstance(path, os.PathLike): path = os.fspath(path)
+    if not isinstance(path, str) or not path.strip(): raise UsageError(f"{what} must be a non-empty string")
+    if len(path) > MAX_PATH: raise UsageError(f"{what} is too long ({len(path)} characters; the limit is {MAX_PATH})")
+    if '\x00' in path: raise UsageError(f"{what} must not contain a NUL character")
+    return path
 
 # %% ../nbs/00_config.ipynb #b37d5fb8
 @dataclass

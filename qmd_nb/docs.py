@@ -10,12 +10,12 @@ import re, unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote
-from .config import NotFound, UsageError, QmdError, check_deadline
+from .config import NotFound, UsageError, QmdError, check_deadline, check_path_text, MAX_PATH
 from .store import Store, DocRow, docs_by_docid, doc_body, docid, is_docid, _DOC_COLS, _row
 
 # %% auto #0
-__all__ = ['MAX_PATH', 'MAX_ITEMS', 'encode_qmd_path', 'qmd_uri', 'parse_qmd_uri', 'check_spec', 'split_line_suffix', 'all_files',
-           'suggest', 'not_found', 'find_doc', 'Document', 'add_line_numbers', 'read_doc', 'get', 'Skipped', 'MultiGet',
+__all__ = ['MAX_ITEMS', 'encode_qmd_path', 'qmd_uri', 'parse_qmd_uri', 'check_spec', 'split_line_suffix', 'all_files', 'suggest',
+           'not_found', 'find_doc', 'Document', 'add_line_numbers', 'read_doc', 'get', 'Skipped', 'MultiGet',
            'multi_get', 'CollectionStatus', 'Failure', 'Status', 'collection_status', 'needs_embedding', 'status']
 
 # %% ../nbs/07_docs.ipynb #d00c10d5
@@ -33,14 +33,11 @@ def parse_qmd_uri(uri:str) -> str:
 
 # %% ../nbs/07_docs.ipynb #4eff7339
 _LINE_RE = re.compile(r'^(.*?):(\d+)$')
-MAX_PATH, MAX_ITEMS = 4096, 1000 # characters in a file name asked for; names in a multi_get list
+MAX_ITEMS = 1000 # names in a multi_get list
 
 def check_spec(spec, what:str='file') -> str:
     "`spec` stripped and in Unicode NFC, or UsageError naming what is wrong with it (empty, too long, a NUL character)."
-    if not isinstance(spec, str) or not spec.strip(): raise UsageError(f"{what} must be a non-empty string")
-    if len(spec) > MAX_PATH: raise UsageError(f"{what} is too long ({len(spec)} characters; the limit is {MAX_PATH})")
-    if '\x00' in spec: raise UsageError(f"{what} must not contain a NUL character")
-    return unicodedata.normalize('NFC', spec.strip())
+    return unicodedata.normalize('NFC', check_path_text(spec, what).strip())
 
 def split_line_suffix(spec:str) -> tuple[str, int|None]:
     "(`spec` without a trailing `:LINE`, LINE or None)."
@@ -187,6 +184,7 @@ def multi_get(store:Store, pattern:str, # glob over `collection/path`, or comma-
     "Several documents at once."
     if not isinstance(pattern, str) or not pattern.strip(): raise UsageError("pattern must be a non-empty string")
     if '\x00' in pattern: raise UsageError("pattern must not contain a NUL character")
+    if len(pattern) > 64 * MAX_ITEMS: raise UsageError(f"pattern is too long ({len(pattern)} characters; the limit is {64 * MAX_ITEMS})")
     _positive('maxLines', max_lines); _positive('maxBytes', max_bytes)
     rows, errors, pattern = [], [], unicodedata.normalize('NFC', pattern)
     if ',' in pattern or not any(c in pattern for c in '*?[{'):
@@ -194,9 +192,10 @@ def multi_get(store:Store, pattern:str, # glob over `collection/path`, or comma-
         if len(specs) > MAX_ITEMS: raise UsageError(f"pattern lists too many files ({len(specs)}; the limit is {MAX_ITEMS})")
         for spec in specs:
             try: rows.append(find_doc(store, spec))
-            except QmdError as e: errors.append(str(e).split('\n')[0])
+            except QmdError as e: errors.append(str(e).split('\n')[0][:300])
     else: rows = _matches(store, pattern.strip())
-    if not rows: raise NotFound(f"No documents matched: {pattern}" + (f"\n{chr(10).join(errors)}" if errors else ''))
+    shown = pattern if len(pattern) <= 200 else pattern[:200] + '…'
+    if not rows: raise NotFound(f"No documents matched: {shown}" + (f"\n{chr(10).join(errors)}" if errors else ''))
     items = []
     for d in rows:
         check_deadline()

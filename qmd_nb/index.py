@@ -10,7 +10,7 @@ import errno, hashlib, os, re, shutil, stat, sys, unicodedata
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from .config import Collection, DEFAULT_MASK, check_name, norm_context_path, UsageError, NotFound, QmdError, atomic_write
+from .config import Collection, DEFAULT_MASK, check_name, check_path_text, norm_context_path, UsageError, NotFound, QmdError, atomic_write
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
 from .store import (Store, NewDoc, put_docs, touch_docs, remove_docs, drop_orphans, doc_index, set_problems,
                           mark_updated, get_collection, forget_collection, rename_in_catalog, cached_conversion,
@@ -309,7 +309,7 @@ def add_collection(store:Store, path:str, # folder to index
                    mask:str=DEFAULT_MASK, # glob(s), comma-separated
                    progress:bool|None=None) -> UpdateStats:
     "Add a folder as a collection and index it: all or nothing (a full disk or Ctrl-C leaves the index as it was)."
-    folder = Path(path).expanduser().resolve()
+    folder = Path(check_path_text(path)).expanduser().resolve()
     if not folder.is_dir(): raise UsageError(f"Not a folder: {path}")
     name = check_name(name or re.sub(r'[^A-Za-z0-9_.-]+', '-', folder.name).strip('-.') or 'root')
     masks = [m for m in mask.split(',') if m.strip()]
@@ -373,6 +373,7 @@ def _rename(store, old, new):
 # %% ../nbs/05_index.ipynb #7f040e51
 def context_key(store:Store, path:str) -> str:
     "Canonical context key for `/`, `qmd://...`, or a folder on disk inside a collection."
+    check_path_text(path)
     if path.strip() in ('', '/') or path.startswith('qmd://'):
         key = norm_context_path(path)
         if key != '/': get_collection(store, key[6:].split('/')[0])
@@ -395,6 +396,7 @@ def add_context(store:Store, path:str, text:str) -> str:
 
 def remove_context(store:Store, path:str) -> str:
     "Remove a context; returns its key."
+    check_path_text(path)
     with store.writing():
         store.reload_config()
         key = context_key(store, path) if not path.startswith('qmd://') else norm_context_path(path)

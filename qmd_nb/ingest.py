@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor, wait as _wait_futures
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit, urlunsplit, unquote, quote
-from .config import Collection, QmdError, UsageError, NotFound, Busy, ReadOnlyIndex, DiskFull, check_name
+from .config import Collection, QmdError, UsageError, NotFound, Busy, ReadOnlyIndex, DiskFull, check_name, check_path_text
 from .store import (Store, DocRow, put_docs, remove_docs, drop_orphans, add_problem, cached_conversion,
                           cache_conversions, generation, now_iso, docs_by_ids)
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS
@@ -248,7 +248,7 @@ def read_source(source:str, # a file path or an http(s) URL
         f = fetch_url(source, max_bytes, allow_private=allow_private)
         u = urlsplit(f.final_url)
         return Source(clean_url(source), f.data, f.kind, f.charset, _safe_name(u.path.rstrip('/').rsplit('/', 1)[-1] or u.hostname, f.kind))
-    if '\x00' in source: raise UsageError("source must not contain a NUL character")
+    check_path_text(source, 'source')
     p = Path(source).expanduser().resolve()
     if not p.is_file(): raise NotFound(f"File not found: {source}")
     kind = KINDS.get(p.suffix.lower())

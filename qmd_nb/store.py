@@ -256,7 +256,8 @@ def get_collection(store:Store, name:str) -> Collection:
     c = store.config.collections.get(name)
     if c is None:
         have = ', '.join(sorted(store.config.collections)) or 'none yet'
-        raise NotFound(f"Collection not found: {name} (collections: {have})")
+        shown = name if not isinstance(name, str) or len(name) <= 100 else name[:100] + '…'
+        raise NotFound(f"Collection not found: {shown} (collections: {have})")
     return c
 
 def generation(store:Store) -> int:

@@ -146,3 +146,258 @@ def test_no_error_while_the_model_loads(qmd, notes):
     loaded, n, rest = r.stdout.split(' ', 2)
     assert r.returncode == 0 and loaded == 'True' and int(n) > 0, r.stderr[-2000:]
     assert rest.strip().endswith('[]'), rest[-500:] # no read failed, whatever the locale was meanwhile (it was: see `seen`)
+
+# 4. Bounded work ----------------------------------------------------------------------------------------------------------
+def test_background_jobs_are_capped(qmd, notes, web):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    s = Server(qmd, '--allow-private-urls')
+    try:
+        slow = {'source': f'http://127.0.0.1:{web}/slow.html', 'library': 'web', 'background': True} # 4 s each, 2 at a time
+        codes = [s.post('/ingest', slow).status_code for _ in range(40)]
+        assert codes[:34] == [202] * 34 and set(codes[34:]) == {429}, codes
+        busy = s.post('/ingest', slow).json()
+        assert busy['detail'].startswith('Too many background ingestions under way (34)'), busy
+        assert s.get('/health').status_code == 200 and s.post('/search', {'query': 'rsync'}).status_code == 200
+        threads = len(os.listdir(f'/proc/{s.p.pid}/task'))
+        assert threads < 80, threads # a pool, not a thread per job (uvicorn, anyio and the model have theirs)
+    finally: s.stop()
+
+def test_half_open_clients_are_dropped(hostile):
+    "2,000 clients that send half a request: the server keeps answering, and drops them after --client-timeout (2 s)."
+    fds = lambda: len(os.listdir(f'/proc/{hostile.p.pid}/fd'))
+    base, socks = fds(), []
+    for i in range(2000):
+        c = socket.create_connection(('127.0.0.1', hostile.port))
+        c.sendall(b'POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\n' if i % 2 else b'GET /hea'); socks.append(c)
+    try:
+        t = time.monotonic(); assert hostile.get('/health', timeout=5).status_code == 200 and time.monotonic() - t < 5
+        time.sleep(3.5)
+        assert fds() < base + 50, (base, fds()) # the 2,000 connections are closed on the server's side
+        closed = sum(1 for c in socks[:200] if _closed(c))
+        assert closed == 200, closed
+    finally:
+        for c in socks: c.close()
+    half_body = socket.create_connection(('127.0.0.1', hostile.port)) # headers whole, half the body: dropped too
+    half_body.sendall(b'POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"query"')
+    time.sleep(3); assert _closed(half_body); half_body.close()
+
+def _closed(c:socket.socket) -> bool:
+    c.settimeout(1)
+    try: return c.recv(1) == b''
+    except (ConnectionResetError, BrokenPipeError): return True
+    except socket.timeout: return False
+
+def test_input_caps(hostile, tmp_path):
+    big = hostile.post('/embed', {'texts': ['x' * 8192] * 1000})
+    assert _answers(big) == (413, 'Texts too long (8192000 characters in all; the limit is 262144)')
+    for path, body, words in [('/query', {'query': 'rsync', 'intent': 'x' * 10**6}, 'intent: String should have at most 2000 characters'),
+                              ('/search', {'query': 'x' * 10**6}, 'query: String should have at most 2000 characters'),
+                              ('/query', {'searches': [{'type': 'lex', 'query': 'a'}] * 11}, 'searches: List should have at most 10 items')]:
+        t = time.monotonic(); code, detail = _answers(hostile.post(path, body))
+        assert code == 400 and words in detail and len(detail) < 300 and time.monotonic() - t < 2, (path, code, detail[:300])
+    text = tmp_path/'huge.txt'
+    text.write_text('\n'.join(f'line {i} about storage arrays and backup rotation schedules' for i in range(60000)), encoding='utf-8') # 3.5 MB
+    t = time.monotonic(); r = hostile.post('/ingest', {'source': str(text), 'library': 'big'})
+    assert r.status_code == 200 and r.json()['chunk_count'] > 1000 and time.monotonic() - t < 20, (r.text[:300], time.monotonic() - t)
+
+# 5. Links swapped in during an update ------------------------------------------------------------------------------------
+def test_symlink_swapped_in_during_update_is_never_indexed(qmd, tmp_path):
+    secret = tmp_path/'private'/'secret.md'; secret.parent.mkdir()
+    secret.write_text('# Secret\n\nzanzibar launch codes\n', encoding='utf-8'); os.chmod(secret, 0o600)
+    root = write_tree(tmp_path/'c', {f'n{i}.md': f'# N{i}\n\nplain note {i}\n' for i in range(800)})
+    qmd('collection', 'add', root, '--name', 'c')
+    targets = [root/f'n{i}.md' for i in range(0, 800, 20)]
+    refused = 0
+    for run in range(3):
+        for i in range(800): (root/f'n{i}.md').write_text(f'# N{i}\n\nplain note {i} run {run}\n', encoding='utf-8') # all changed
+        stop = threading.Event()
+        def swap():
+            while not stop.is_set():
+                for t in targets: # a file replaced by a link to a 0600 file outside the collection, and back
+                    link = t.with_name('.swap-link'); link.unlink(missing_ok=True); os.symlink(secret, link); os.replace(link, t)
+                for t in targets:
+                    reg = t.with_name('.swap-file'); reg.write_text('# back\n', encoding='utf-8'); os.replace(reg, t)
+        th = threading.Thread(target=swap, daemon=True); th.start()
+        try: out = qmd('update')
+        finally: stop.set(); th.join(10)
+        refused += out.stderr.count('it became a symbolic link') + out.stderr.count('leads outside the collection')
+        assert qmd('search', 'zanzibar', '--format', 'files').stdout.strip() == '', f'run {run}: the secret was indexed'
+    db = sqlite3.connect(qmd.home/'cache'/'index'/'catalog.sqlite')
+    assert db.execute("SELECT COUNT(*) FROM content WHERE body LIKE '%zanzibar%'").fetchone()[0] == 0
+    print(f'links refused while reading: {refused}')
+
+# 6. Read-only index, full disk ---------------------------------------------------------------------------------------------
+def _mount(*args) -> bool:
+    if os.geteuid() != 0: return False
+    return subprocess.run(['mount', *map(str, args)], capture_output=True).returncode == 0
+
+@pytest.fixture
+def mounts():
+    done = []
+    yield done
+    for m in reversed(done): subprocess.run(['umount', '-l', str(m)], capture_output=True)
+
+def _files(home:Path) -> dict: return {str(p): p.stat().st_mtime_ns for p in home.rglob('*') if p.is_file()}
+
+def test_read_only_index_serves_every_read(qmd, notes, tmp_path, mounts):
+    from conftest import Qmd
+    qmd('collection', 'add', notes, '--name', 'notes'); qmd('embed')
+    ro = tmp_path/'ro'; ro.mkdir()
+    if not _mount('--bind', '-o', 'ro', qmd.home, ro): pytest.skip('needs root to bind-mount read-only')
+    mounts.append(ro)
+    r = Qmd(ro)
+    for args in (['status'], ['search', 'rsync'], ['get', 'backup.md'], ['multi-get', 'notes/journals/*.md'], ['vsearch', 'keeping files safe'],
+                 ['query', 'rsync copy'], ['collection', 'list'], ['context', 'list']):
+        out = r(*args, ok=False)
+        assert out.returncode == 0 and out.stdout and 'Traceback' not in out.stderr, (args, out.stderr[-1500:])
+    for args in (['update'], ['collection', 'add', notes, '--name', 'again'], ['embed', '-f'], ['context', 'add', '/', 'x'],
+                 ['ingest', notes/'backup.md'], ['collection', 'remove', 'notes']):
+        out = r(*args, ok=False)
+        assert out.returncode == 1 and 'read-only' in out.stderr and 'Traceback' not in out.stderr, (args, out.stderr[-1500:])
+    s = Server(r)
+    try:
+        for path, body in [('/search', {'query': 'rsync'}), ('/vsearch', {'query': 'keeping files safe'}), ('/query', {'query': 'rsync'}),
+                           ('/get', {'file': 'backup.md'}), ('/multi_get', {'pattern': 'notes/*.md'})]:
+            assert s.post(path, body).status_code == 200, (path, s.post(path, body).text)
+        assert s.get('/status').json()['total_documents'] == 8
+        for path, body in [('/update', None), ('/collections/add', {'name': 'x', 'path': str(notes)}), ('/ingest', {'source': str(notes/'tokyo.md')})]:
+            code, detail = _answers(s.post(path, body))
+            assert code == 409 and 'read-only' in detail, (path, code, detail)
+        async def look(c): return await c.call_tool('search', {'query': 'rsync'})
+        assert not _stdio(r, [], look).is_error
+    finally:
+        code, out, err = s.stop()
+        assert code == 0 and 'Traceback' not in err, err[-2000:]
+
+def test_full_disk_leaves_the_index_as_it_was(qmd, tmp_path, mounts):
+    from conftest import Qmd
+    mnt = tmp_path/'mnt'; mnt.mkdir()
+    if not _mount('-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt): pytest.skip('needs root to mount a small tmpfs')
+    mounts.append(mnt)
+    q = Qmd(mnt/'home')
+    q('collection', 'add', write_tree(tmp_path/'small', {f's{i}.md': f'# S{i}\n\nrsync note {i}\n' for i in range(20)}), '--name', 'small')
+    big = write_tree(tmp_path/'big', {f'd{i // 500}/b{i}.md': f'# B{i}\n\n' + ' '.join(f'w{(i * 7 + k) % 9973}' for k in range(200)) for i in range(5000)})
+    before = q.json('status', '--json')
+    r = q('collection', 'add', big, '--name', 'big', ok=False)
+    assert r.returncode == 1 and 'is full: nothing was changed' in r.stderr and 'Traceback' not in r.stderr, r.stderr[-1500:]
+    after = q.json('status', '--json')
+    assert [(c['name'], c['documents']) for c in after['collections']] == [('small', 20)] and after['total_documents'] == before['total_documents']
+    files = _files(mnt/'home')
+    assert q('search', 'rsync', '--format', 'files').stdout.count('small/') == 10 # search answers...
+    assert _files(mnt/'home') == files # ...and writes nothing
+    s = Server(q)
+    try:
+        code, detail = _answers(s.post('/collections/add', {'name': 'big', 'path': str(big)}))
+        assert code == 507 and 'is full' in detail, (code, detail)
+        assert s.post('/search', {'query': 'rsync'}).status_code == 200
+    finally: assert s.stop()[0] == 0
+    assert q('collection', 'remove', 'small').returncode == 0 # the space the failed add took is back
+
+# 7. Readers and a writer of another process --------------------------------------------------------------------------------
+def test_readers_never_wait_for_another_process(qmd, notes, tmp_path):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    big = _many(tmp_path/'big', 3000)
+    s = Server(qmd)
+    stop, lat, bad = threading.Event(), [], []
+    def reader():
+        with httpx.Client(base_url=s.url, timeout=30) as c:
+            while not stop.is_set():
+                t = time.monotonic(); r = c.post('/search', json={'query': 'rsync', 'limit': 5})
+                lat.append(time.monotonic() - t)
+                if r.status_code != 200 or not r.json()['results']: bad.append((r.status_code, r.text[:200]))
+    threads = [threading.Thread(target=reader) for _ in range(8)]
+    for t in threads: t.start()
+    try:
+        for _ in range(2): # another process adds and removes a big collection, twice
+            qmd('collection', 'add', big, '--name', 'big'); qmd('collection', 'remove', 'big')
+    finally:
+        stop.set()
+        for t in threads: t.join(60)
+        code, out, err = s.stop()
+    lat.sort()
+    assert bad == [] and code == 0 and 'Traceback' not in err, (bad[:5], err[-1500:])
+    assert len(lat) > 50 and lat[int(len(lat) * 0.99)] < 1.0 and lat[-1] < 3, (len(lat), lat[int(len(lat) * 0.99)], lat[-1])
+
+def _many(root:Path, n:int) -> Path:
+    return write_tree(root, {f'd{i // 500}/n{i}.md': f'# Note {i}\n\nalpha beta gamma {i} ' + 'delta epsilon ' * 40 for i in range(n)})
+
+def test_search_during_another_process_update_answers_from_the_last_build(qmd, tmp_path):
+    root = _many(tmp_path/'c', 4000)
+    qmd('collection', 'add', root, '--name', 'c')
+    for i in range(4000): (root/f'd{i // 500}'/f'n{i}.md').write_text(f'# Note {i}\n\nchanged text zeta {i}\n', encoding='utf-8')
+    p = subprocess.Popen([QMD_BIN, 'update'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    db = qmd.home/'cache'/'index'/'catalog.sqlite'
+    try:
+        t0 = time.time()
+        while p.poll() is None and time.time() - t0 < 60: # wait until the update has committed some batches
+            if sqlite3.connect(db).execute("SELECT COUNT(*) FROM content WHERE body LIKE '%changed text%'").fetchone()[0] >= 500: break
+            time.sleep(0.05)
+        assert p.poll() is None, 'the update ended too soon'
+        t = time.monotonic(); r = qmd('search', 'alpha', '-n', '3', '--format', 'files')
+        took = time.monotonic() - t
+    finally: p.wait(120)
+    assert r.returncode == 0 and took < 10, took # no waiting for the writer's lock (it used to wait up to 39 s)
+    assert 'keyword index is behind the catalog' in r.stderr, r.stderr
+    assert qmd('search', 'zeta', '--format', 'files').stderr == '' # the writer rebuilt it at its end
+
+# 8. The smaller items ------------------------------------------------------------------------------------------------------
+def test_impossible_names_get_400(hostile):
+    long = 'notes/' + 'x' * 100_000
+    for method, path, body, words in [
+            ('POST', '/get', {'file': 'a\x00b.md'}, 'NUL'), ('POST', '/get', {'file': long}, 'file: String should have at most 4096 characters'),
+            ('POST', '/multi_get', {'pattern': 'a\x00*'}, 'NUL'), ('POST', '/multi_get', {'pattern': long}, 'too long'),
+            ('POST', '/multi_get', {'pattern': 'x' * 2000 + '*'}, 'Glob too long'), ('POST', '/multi_get', {'pattern': 'a.md,' + long}, 'too long'),
+            ('POST', '/collections/add', {'name': 'x', 'path': '/tmp/a\x00b'}, 'NUL'), ('POST', '/collections/add', {'name': 'x', 'path': '/' + 'x' * 100_000}, 'too long'),
+            ('POST', '/ingest', {'source': '/tmp/a\x00b.md'}, 'NUL'), ('POST', '/contexts/add', {'path': '/tmp/a\x00b', 'text': 'x'}, 'NUL'),
+            ('POST', '/contexts/add', {'path': '/' + 'x' * 100_000, 'text': 'x'}, 'too long'), ('DELETE', '/contexts/qmd://notes%00x', None, 'NUL'),
+            ('GET', '/collections/' + 'x' * 5000, None, 'Collection not found')]:
+        r = hostile.http.request(method, path, **({} if body is None else {'json': body}))
+        code, detail = _answers(r)
+        assert code in (400, 404) and words in detail and len(detail) < 2000, (method, path[:40], code, detail[:300])
+    async def get(c): return await c.call_tool('get', {'file': 'x\x00y'})
+    from mcp import Client
+    import asyncio
+    async def over_http():
+        async with Client(hostile.url + '/mcp') as c: return await get(c)
+    r = asyncio.run(over_http())
+    assert r.is_error and 'NUL' in r.content[0].text
+
+def test_unicode_names_are_found_in_either_form(hostile):
+    nfd = unicodedata.normalize('NFD', 'cooking/café.md')
+    assert nfd != 'cooking/café.md'
+    assert hostile.post('/get', {'file': nfd}).json()['document']['name'] == 'notes/cooking/café.md'
+    assert [d['name'] for d in hostile.post('/multi_get', {'pattern': unicodedata.normalize('NFD', 'notes/cooking/caf*.md')}).json()['results']] == ['notes/cooking/café.md']
+
+def test_nfd_file_names_are_stored_in_nfc(qmd, tmp_path):
+    root = tmp_path/'mac'; root.mkdir()
+    (root/unicodedata.normalize('NFD', 'résumé.md')).write_text('# CV\n\nexperience\n', encoding='utf-8')
+    qmd('collection', 'add', root, '--name', 'mac')
+    assert qmd('search', 'experience', '--format', 'files').stdout.strip() == 'mac/résumé.md' # NFC
+    assert qmd('get', 'mac/résumé.md').stdout.startswith('# CV') and qmd('get', unicodedata.normalize('NFD', 'mac/résumé.md')).returncode == 0
+
+def test_dot_named_pages_are_indexed_and_hidden_files_are_not(qmd, tmp_path):
+    root = write_tree(tmp_path/'pages', {'common/..md': '# .\n\n> Source a file: dot\n', 'common/ls.md': '# ls\n\nlist files\n',
+                                         'common/.draft.md': '# draft\n\nhidden\n', '.git/x.md': '# git\n\nhidden\n'})
+    out = qmd('collection', 'add', root, '--name', 'tldr').stdout
+    assert 'tldr: 2 indexed' in out, out
+    assert qmd('get', 'tldr/common/..md').stdout.startswith('# .')
+
+def test_no_orphan_content_after_an_interrupted_update(qmd, notes):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    db = sqlite3.connect(qmd.home/'cache'/'index'/'catalog.sqlite')
+    with db: db.execute("INSERT INTO content VALUES('deadbeef' || hex(randomblob(28)), 'old text', 'old', 0)") # what a killed run leaves
+    orphans = lambda: db.execute("SELECT COUNT(*) FROM content WHERE hash NOT IN (SELECT hash FROM documents)").fetchone()[0]
+    assert orphans() == 1
+    assert 'notes: 0 indexed, 0 updated, 8 unchanged' in qmd('update').stdout # nothing changed on disk...
+    assert orphans() == 0 # ...and the orphan is gone all the same
+
+def test_interrupted_job_tells_the_truth(qmd, notes, web):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    s = Server(qmd, '--allow-private-urls')
+    jid = s.post('/ingest', {'source': f'http://127.0.0.1:{web}/slow.html', 'library': 'web', 'background': True}).json()['id']
+    time.sleep(1); s.p.kill(); s.p.wait(); s.http.close() # killed while the job fetches
+    s2 = Server(qmd)
+    try:
+        j = s2.get(f'/jobs/{jid}').json()
+        assert (j['state'], j['error']) == ('failed', 'interrupted: the process running it stopped'), j
+    finally: s2.stop()
