@@ -13,8 +13,9 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['MAX_PATH', 'DEFAULT_MASK', 'QmdError', 'UsageError', 'NotFound', 'TooSlow', 'Busy', 'deadline', 'past_deadline',
-           'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'storage_error', 'base_dirs', 'check_name', 'check_path_text',
-           'IndexPaths', 'index_paths', 'Collection', 'norm_context_path', 'contexts_for', 'Config', 'atomic_write']
+           'time_left', 'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'storage_error', 'base_dirs', 'check_name',
+           'check_path_text', 'IndexPaths', 'index_paths', 'Collection', 'norm_context_path', 'contexts_for', 'Config',
+           'atomic_write']
 
 # %% ../nbs/00_config.ipynb #b2bede68
 class QmdError(Exception):
@@ -54,6 +55,11 @@ def past_deadline() -> bool:
     "Whether the current work has run past its time limit."
     d = _DEADLINE.get()
     return d is not None and time.monotonic() > d[0]
+
+def time_left() -> float|None:
+    "Seconds the current work has left before its time limit (None: no limit)."
+    d = _DEADLINE.get()
+    return None if d is None else max(0.0, d[0] - time.monotonic())
 
 def check_deadline():
     "Raise `TooSlow` when the current work has run past its time limit."

@@ -8,7 +8,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/tools.html.md"""
 from __future__ import annotations
 import threading
 from dataclasses import dataclass
-from .config import QmdError, UsageError
+from .config import QmdError, UsageError, time_left
 from .store import Store
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult
@@ -83,8 +83,9 @@ class Engine:
 
     @property
     def embedder(self):
-        "The model, waiting for it to load if needed."
-        self.start_loading(); self._ready.wait()
+        "The model, waiting for it to load if needed (no longer than the current request's time limit)."
+        self.start_loading()
+        if not self._ready.wait(time_left()): raise ModelNotLoaded("The embedding model is still loading: try again in a few seconds")
         if self._emb is None: raise ModelNotLoaded(f"Model not loaded: {self._error}")
         return self._emb
 

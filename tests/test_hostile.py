@@ -34,16 +34,21 @@ def web():
     yield srv.server_address[1]
     srv.shutdown(); srv.server_close()
 
-@pytest.fixture
-def hostile(qmd, notes):
-    qmd('collection', 'add', notes, '--name', 'notes')
-    s = Server(qmd, '--request-timeout', '4', '--client-timeout', '2')
+@pytest.fixture(scope='module')
+def hostile(tmp_path_factory):
+    "One server for the tests that only ask (module-wide: servers are slow to start on a busy machine)."
+    from conftest import Qmd, NOTES
+    tmp = tmp_path_factory.mktemp('hostile')
+    q = Qmd(tmp/'home'); q('collection', 'add', write_tree(tmp/'notes', NOTES), '--name', 'notes')
+    s = Server(q, '--request-timeout', '4', '--client-timeout', '2')
+    s.qmd = q
     yield s
     code, out, err = s.stop()
     assert code == 0 and 'Traceback' not in err, (code, err[-2000:])
 
 # 1. SSRF ------------------------------------------------------------------------------------------------------------
-def test_ssrf_refused_in_every_spelling_with_one_message(hostile, qmd, web):
+def test_ssrf_refused_in_every_spelling_with_one_message(hostile, web):
+    qmd = hostile.qmd
     before = qmd.json('status', '--json')['total_documents']
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); closed = s.getsockname()[1]
     urls = [f'http://127.0.0.1:{web}/page.html', f'http://127.1:{web}/page.html', f'http://2130706433:{web}/page.html',
@@ -368,19 +373,15 @@ def test_unicode_names_are_found_in_either_form(hostile):
     assert hostile.post('/get', {'file': nfd}).json()['document']['name'] == 'notes/cooking/café.md'
     assert [d['name'] for d in hostile.post('/multi_get', {'pattern': unicodedata.normalize('NFD', 'notes/cooking/caf*.md')}).json()['results']] == ['notes/cooking/café.md']
 
-def test_nfd_file_names_are_stored_in_nfc(qmd, tmp_path):
-    root = tmp_path/'mac'; root.mkdir()
-    (root/unicodedata.normalize('NFD', 'résumé.md')).write_text('# CV\n\nexperience\n', encoding='utf-8')
-    qmd('collection', 'add', root, '--name', 'mac')
-    assert qmd('search', 'experience', '--format', 'files').stdout.strip() == 'mac/résumé.md' # NFC
-    assert qmd('get', 'mac/résumé.md').stdout.startswith('# CV') and qmd('get', unicodedata.normalize('NFD', 'mac/résumé.md')).returncode == 0
-
-def test_dot_named_pages_are_indexed_and_hidden_files_are_not(qmd, tmp_path):
+def test_nfd_names_stored_in_nfc_and_dot_named_pages_indexed(qmd, tmp_path):
     root = write_tree(tmp_path/'pages', {'common/..md': '# .\n\n> Source a file: dot\n', 'common/ls.md': '# ls\n\nlist files\n',
                                          'common/.draft.md': '# draft\n\nhidden\n', '.git/x.md': '# git\n\nhidden\n'})
+    (root/unicodedata.normalize('NFD', 'résumé.md')).write_text('# CV\n\nexperience\n', encoding='utf-8') # as a Mac writes the name
     out = qmd('collection', 'add', root, '--name', 'tldr').stdout
-    assert 'tldr: 2 indexed' in out, out
+    assert 'tldr: 3 indexed' in out, out # ..md is a page (tldr's for the `.` command); .draft.md and .git/ are hidden
     assert qmd('get', 'tldr/common/..md').stdout.startswith('# .')
+    assert qmd('search', 'experience', '--format', 'files').stdout.strip() == 'tldr/résumé.md' # stored in NFC
+    assert qmd('get', unicodedata.normalize('NFD', 'tldr/résumé.md')).stdout.startswith('# CV') # asked in NFD: found
 
 def test_no_orphan_content_after_an_interrupted_update(qmd, notes):
     qmd('collection', 'add', notes, '--name', 'notes')
@@ -392,12 +393,96 @@ def test_no_orphan_content_after_an_interrupted_update(qmd, notes):
     assert orphans() == 0 # ...and the orphan is gone all the same
 
 def test_interrupted_job_tells_the_truth(qmd, notes, web):
+    "A job killed with its server before its document was committed reads as failed (bench/bench_faults.py kills them at every stage)."
+    from qmd_nb.store import Store
+    from qmd_nb.ingest import job_status
     qmd('collection', 'add', notes, '--name', 'notes')
     s = Server(qmd, '--allow-private-urls')
     jid = s.post('/ingest', {'source': f'http://127.0.0.1:{web}/slow.html', 'library': 'web', 'background': True}).json()['id']
     time.sleep(1); s.p.kill(); s.p.wait(); s.http.close() # killed while the job fetches
-    s2 = Server(qmd)
-    try:
-        j = s2.get(f'/jobs/{jid}').json()
-        assert (j['state'], j['error']) == ('failed', 'interrupted: the process running it stopped'), j
-    finally: s2.stop()
+    j = job_status(Store(env={'QMD_NB_HOME': str(qmd.home)}), jid)
+    assert (j.state, j.error) == ('failed', 'interrupted: the process running it stopped'), j
+
+# 9. Fuzzing: the REST API from its OpenAPI description, MCP over stdio with malformed JSON-RPC ------------------------------
+@pytest.fixture(scope='module')
+def fuzzed(tmp_path_factory):
+    "A server over a small index, for the fuzzers."
+    from conftest import Qmd, NOTES
+    tmp = tmp_path_factory.mktemp('fuzz')
+    q = Qmd(tmp/'home'); q('collection', 'add', write_tree(tmp/'notes', NOTES), '--name', 'notes')
+    s = Server(q, '--request-timeout', '4')
+    yield s
+    code, out, err = s.stop()
+    assert code == 0 and 'Traceback' not in err, err[-3000:]
+
+def test_rest_fuzz_no_500_no_hang(fuzzed):
+    "Schemathesis over /openapi.json: boundary values and random bodies for every operation, bounded; no 500, no answer over 5 s."
+    st = Path(sys.executable).parent/'st'
+    if not st.exists(): pytest.skip('schemathesis is not installed (pip install -e .[dev])')
+    r = subprocess.run([str(st), 'run', fuzzed.url + '/openapi.json', '--checks', 'no_internal_error', '--max-response-time', '5',
+                        '--request-timeout', '5', '--exclude-path', '/collections/add', # a random folder could be '/': the tests above cover it
+                        '--max-examples', '25', '--workers', '2', '--seed', '1', '--generation-database', 'none', '--phases', 'examples,coverage,fuzzing'],
+                       env={**os.environ, 'SCHEMATHESIS_HOOKS': 'schemathesis_hooks', 'PYTHONPATH': str(Path(__file__).parent)},
+                       capture_output=True, text=True, encoding='utf-8', timeout=900)
+    summary = r.stdout[r.stdout.find('SUMMARY'):]
+    print(summary[-1500:])
+    assert r.returncode == 0 and 'generated' in summary, r.stdout[-6000:]
+    assert fuzzed.p.poll() is None, 'the server died'
+
+def _rpc(p, msg) -> None:
+    p.stdin.write(msg if isinstance(msg, bytes) else (json.dumps(msg) + '\n').encode()); p.stdin.flush()
+
+def _fuzz_lines(rng) -> list[bytes]:
+    "Malformed and odd JSON-RPC lines: broken JSON, batches, wrong versions, odd ids, odd params, garbage tool calls."
+    ids = [None, 1.5, True, {'a': 1}, [1], '', 'x' * 300, -1, 2**63, 0]
+    methods = ['ping', 'tools/list', 'tools/call', 'resources/read', 'resources/list', 'prompts/get', 'completion/complete', 'logging/setLevel', 'nope', '', 5]
+    junk = [None, 0, -1, 10**12, 'x', '', '\x00', 'a' * 10000, [], {}, [1, 'a'], {'x': None}, True, 1e308]
+    out = [b'not json', b'{"jsonrpc": "2.0", "id": 1', b'[]', b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', b'"str"', b'42', b'null',
+           b'\xff\xfe\x00garbage', b'{"jsonrpc": "2.0", "id": 1, "method": "ping"} trailing', b'{}', b'{"jsonrpc": "1.0", "id": 7, "method": "ping"}']
+    for _ in range(150):
+        m = {'jsonrpc': rng.choice(['2.0', '2.0', '2.0', '1.0', 2, None])}
+        if rng.random() < 0.9: m['id'] = rng.choice(ids + list(range(1000, 1010)))
+        if rng.random() < 0.9: m['method'] = rng.choice(methods)
+        if rng.random() < 0.8:
+            m['params'] = rng.choice([rng.choice(junk), {'name': rng.choice(['search', 'get', 'multi_get', 'query', 'vsearch', 'status', 'nope', 7]),
+                                                        'arguments': rng.choice([{k: rng.choice(junk) for k in rng.sample(['query', 'file', 'pattern', 'limit', 'minScore', 'fromLine', 'searches', 'intent', 'collection'], 3)}, rng.choice(junk)])},
+                                      {'uri': rng.choice(['qmd://notes/backup.md', 'qmd://', 'file:///etc/passwd', 'qmd://' + 'x' * 5000, 5])}])
+        if rng.random() < 0.1: m['result'] = {}
+        out.append(json.dumps(m).encode())
+    return out
+
+def test_stdio_fuzz_every_error_answered(qmd, notes):
+    "Malformed JSON-RPC over stdio: each line that is no valid message is answered with an error, requests get an answer, and the server lives on."
+    import random
+    from qmd_nb.stdio import rpc_problem
+    qmd('collection', 'add', notes, '--name', 'notes')
+    p = subprocess.Popen([QMD_BIN, 'mcp'], env=qmd.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _rpc(p, {'jsonrpc': '2.0', 'id': 'init', 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'fuzz', 'version': '1'}}})
+    assert json.loads(p.stdout.readline())['id'] == 'init'
+    _rpc(p, {'jsonrpc': '2.0', 'method': 'notifications/initialized'})
+    expected, answered, slow, wrong = 0, 0, 0, []
+    def read_until(mark):
+        nonlocal answered
+        got = []
+        while True:
+            m = json.loads(p.stdout.readline() or b'{}')
+            assert m, f'the server died\n{p.stderr.read().decode()[-2000:]}'
+            if m.get('id') == mark: return got
+            if 'result' in m or 'error' in m: answered += 1 # answers to requests sent with the same ids may come in any order
+            got.append(m)
+    for k, line in enumerate(_fuzz_lines(random.Random(14))):
+        _rpc(p, line + b'\n'); _rpc(p, {'jsonrpc': '2.0', 'id': f'mark{k}', 'method': 'ping'}) # a ping after each: its answer ends the round
+        t = time.monotonic(); got = read_until(f'mark{k}'); slow += time.monotonic() - t > 5
+        problem = rpc_problem(line.decode('utf-8', 'replace'))
+        msg = json.loads(line) if problem is None else None
+        expected += problem is not None or (isinstance(msg, dict) and 'method' in msg and 'id' in msg) # a broken line, or a request
+        if problem is not None and (problem['id'], problem['error']['code']) not in [(g.get('id'), g.get('error', {}).get('code')) for g in got]:
+            wrong.append((line[:200], got)) # the filter answers a broken line at once, before the next line is read
+    for _ in range(50): # answers to slow requests may still be on their way
+        if answered >= expected: break
+        _rpc(p, {'jsonrpc': '2.0', 'id': 'drain', 'method': 'ping'}); read_until('drain'); time.sleep(0.1)
+    assert (answered, slow, wrong[:3]) == (expected, 0, []), (answered, expected, slow, wrong[:3])
+    _rpc(p, {'jsonrpc': '2.0', 'id': 'last', 'method': 'tools/call', 'params': {'name': 'search', 'arguments': {'query': 'rsync'}}})
+    last = json.loads(p.stdout.readline())
+    p.stdin.close(); code = p.wait(30)
+    assert last['id'] == 'last' and not last['result']['isError'] and code == 0
