@@ -158,7 +158,7 @@ class Store:
         self.lock, self._db, self._config, self.cache = threading.RLock(), None, None, {}
         self._config_sig, self.readonly = None, False
         self.wlock, self._wdepth, self._wfile, self._wowner = threading.RLock(), 0, None, None
-        self._txdepth, self._txowner, self._local, self._readers = 0, None, threading.local(), []
+        self._txdepth, self._txowner, self._local, self._readers, self._rlock = 0, None, threading.local(), {}, threading.Lock()
 
     @property
     def config(self) -> Config:
@@ -185,9 +185,16 @@ class Store:
         if c is None or c[0] is not self._db:
             db = self.db
             c = (db, db if self.readonly else sqlite3.connect(self.paths.db, timeout=30, check_same_thread=False, isolation_level=None))
-            if c[1] is not db: c[1].set_progress_handler(_late, 20000); self._readers.append(c[1])
+            if c[1] is not db: c[1].set_progress_handler(_late, 20000); self._keep_reader(c[1])
             self._local.db = c
         return c[1]
+
+    def _keep_reader(self, conn):
+        "Remember this thread's read connection, closing those of threads that have ended (a server's pool renews its threads)."
+        with self._rlock:
+            alive = {t.ident for t in threading.enumerate()}
+            for i in [i for i in self._readers if i not in alive or i == threading.get_ident()]: self._readers.pop(i).close()
+            self._readers[threading.get_ident()] = conn
 
     def _raise_storage(self, e:BaseException):
         "Raise a clear `ReadOnlyIndex`/`DiskFull` for an OSError or SQLite error that is one; return otherwise."
@@ -242,9 +249,9 @@ class Store:
             raise
 
     def close(self):
-        with self.lock:
-            for c in self._readers: c.close()
-            self._readers = []
+        with self.lock, self._rlock:
+            for c in self._readers.values(): c.close()
+            self._readers = {}
             if self._db is not None: self._db.close(); self._db = None
 
     def __enter__(self): return self

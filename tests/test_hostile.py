@@ -82,6 +82,11 @@ def test_owner_allows_private_urls_and_credentials_are_not_kept(qmd, notes, web)
         r = s.post('/ingest', {'source': f'http://ana:s3cret@127.0.0.1:{web}/page.html', 'library': 'web'}).json()
         assert r['status'] == 'indexed' and r['source'] == f'http://127.0.0.1:{web}/page.html', r
         assert 'wombat' in s.post('/get', {'file': r['file']}).json()['document']['text']
+        slow = threading.Thread(target=lambda: s.http.post('/ingest', json={'source': f'http://127.0.0.1:{web}/slow.html', 'library': 'web'}))
+        slow.start(); time.sleep(0.5) # a slow page (4 s) is being fetched for a waiting ingest...
+        t = time.monotonic(); assert s.post('/update').status_code == 200
+        assert time.monotonic() - t < 3, time.monotonic() - t # ...outside the write queue: an update does not wait for it
+        slow.join(30)
     finally: assert s.stop()[0] == 0
     db = sqlite3.connect(qmd.home/'cache'/'index'/'catalog.sqlite')
     dump = '\n'.join(db.iterdump())
