@@ -78,13 +78,14 @@ def case_embed(root:Path, env, home:Path, runs:int, rng) -> dict:
     "Change some files, update, start `embed`, kill it at a random moment, embed again: every document has its vectors, once."
     folder = root/'docs'; folder.mkdir()
     for i in range(300): (folder/f'd{i}.md').write_text(note(i, 0), encoding='utf-8')
-    qmd(env, 'collection', 'add', folder, '--name', 'docs')
-    t = time.time(); qmd(env, 'embed'); base = max(2.0, time.time() - t)
+    qmd(env, 'collection', 'add', folder, '--name', 'docs'); qmd(env, 'embed')
+    for i in range(100): (folder/f'd{i}.md').write_text(note(i, -1), encoding='utf-8')
+    qmd(env, 'update'); t = time.time(); qmd(env, 'embed'); base = time.time() - t # what one run's embed takes, whole
     out = dict(runs=runs, integrity=0, lost=0, duplicated=0, orphans=0, killed=0)
     for run in range(runs):
-        for i in rng.sample(range(300), 60): (folder/f'd{i}.md').write_text(note(i, run + 1), encoding='utf-8')
+        for i in rng.sample(range(300), 100): (folder/f'd{i}.md').write_text(note(i, run + 1), encoding='utf-8')
         qmd(env, 'update')
-        out['killed'] += killed(env, ['embed'], rng.uniform(0.5, base * 1.5))
+        out['killed'] += killed(env, ['embed'], rng.uniform(0.2, 1.0) * base) # from the model's load to the last vectors
         db = catalog(home); out['integrity'] += not integrity(db); db.close()
         qmd(env, 'embed')
         missing, extra, stray = vector_state(home, env)

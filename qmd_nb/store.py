@@ -143,6 +143,7 @@ def _open_catalog(path:Path) -> tuple[sqlite3.Connection, bool]:
     for q in ('?mode=ro', '?mode=ro&immutable=1'): # with the WAL's -shm when it exists; else the file as it is
         try:
             db = sqlite3.connect(uri + q, uri=True, **kw); db.execute('SELECT COUNT(*) FROM documents').fetchone()
+            db.set_progress_handler(_late, 20000)
             return db, True
         except sqlite3.OperationalError as e: err = e
     raise storage_error(err, path.parent) or err
@@ -241,9 +242,12 @@ class Store:
 
     def q(self, sql:str, args=()) -> list:
         "Run a read query, returning all rows (inside this thread's transaction, its uncommitted rows too)."
-        if self._txdepth and self._txowner == threading.get_ident():
-            with self.lock: return self.db.execute(sql, args).fetchall()
-        try: return self._reader().execute(sql, args).fetchall()
+        if (self._txdepth and self._txowner == threading.get_ident()) or (self.db and self.readonly): # read-only: one connection, shared
+            with self.lock: return self._checked(self.db, sql, args)
+        return self._checked(self._reader(), sql, args)
+
+    def _checked(self, db, sql, args) -> list:
+        try: return db.execute(sql, args).fetchall()
         except sqlite3.OperationalError:
             check_deadline() # stopped by the progress handler: the request ran out of time
             raise
