@@ -117,6 +117,12 @@ def test_request_deadline_and_sigterm_within_5s(qmd, tmp_path):
     t = time.monotonic(); r = s.post('/multi_get', {'pattern': 'many/**', 'max_bytes': 10**6, 'line_numbers': True})
     assert (r.status_code, time.monotonic() - t < 2.5) == (503, True), (r.status_code, time.monotonic() - t)
     assert 'time limit (0.3 s)' in r.json()['detail'] and s.get('/health').status_code == 200
+    import asyncio
+    from mcp import Client
+    async def over_mcp():
+        async with Client(s.url + '/mcp') as c: return await c.call_tool('multi_get', {'pattern': 'many/**', 'maxBytes': 10**6})
+    t = time.monotonic(); m = asyncio.run(over_mcp())
+    assert m.is_error and 'time limit (0.3 s)' in m.content[0].text and time.monotonic() - t < 5, m.content[0].text[:200] # MCP over HTTP too
     # a stop while a long write runs in the queue: gone within 5 s (the write, cut short, leaves a consistent index)
     big = write_tree(tmp_path/'big', {f'b{i}.md': f'# B{i}\n\nzebra {i} ' * 20 for i in range(6000)})
     threading.Thread(target=lambda: s.http.post('/collections/add', json={'name': 'big', 'path': str(big)}, timeout=60), daemon=True).start()
