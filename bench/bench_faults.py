@@ -106,7 +106,7 @@ def serve(env):
 def case_ingest(root:Path, env, home:Path, runs:int, rng) -> dict:
     "A server ingesting files as background jobs, killed at a random moment; then the jobs' states, the catalog after an update, and a retry."
     src = root/'inbox'; src.mkdir()
-    out = dict(runs=runs, integrity=0, lost=0, duplicated=0, orphans=0, killed=0, untrue_jobs=0)
+    out = dict(runs=runs, integrity=0, lost=0, duplicated=0, orphans=0, killed=0, untrue_jobs=0, jobs_done_at_the_kill=0, jobs_interrupted=0)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from qmd_nb.store import Store
     from qmd_nb.ingest import job_status
@@ -126,6 +126,7 @@ def case_ingest(root:Path, env, home:Path, runs:int, rng) -> dict:
             there = db.execute("SELECT COUNT(*) FROM ingested i JOIN documents d ON d.collection = i.library AND d.path = i.path AND d.hash = i.hash "
                                "WHERE i.source = ?", (str(f),)).fetchone()[0] > 0
             out['untrue_jobs'] += (j.state == 'done') != there or j.state == 'processing'
+            out['jobs_done_at_the_kill'] += j.state == 'done'; out['jobs_interrupted'] += j.state == 'failed'
         st.close(); db.close()
         qmd(env, 'update')
         for f in files: qmd(env, 'ingest', f, '--library', f'lib{run % 3}') # the retry a user makes: skipped or indexed, once
