@@ -225,7 +225,6 @@ def _search_parsers(sp):
 
 def cmd_mcp(a):
     "mcp: the MCP server over stdio"
-    from qmd_nb.tools import Engine
     from qmd_nb.serve import serve
     serve(_engine(a), 'mcp', tools=_csv_list(a.tools) or ['qmd'])
 
@@ -240,7 +239,6 @@ def _engine(a):
 def cmd_serve(a):
     "serve: MCP over stdio, REST + MCP over HTTP, or both"
     if a.transport == 'mcp': return cmd_mcp(a)
-    from qmd_nb.tools import Engine
     from qmd_nb.serve import serve
     serve(_engine(a), a.transport, a.host, a.port, _csv_list(a.allowed_origins), _csv_list(a.allowed_hosts), _csv_list(a.tools) or ['qmd'],
           a.client_timeout)

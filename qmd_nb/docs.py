@@ -10,7 +10,7 @@ import re, unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote
-from .config import NotFound, UsageError, QmdError, check_deadline, check_path_text, MAX_PATH
+from .config import NotFound, UsageError, QmdError, check_deadline, check_path_text
 from .store import Store, DocRow, docs_by_docid, doc_body, docid, is_docid, _DOC_COLS, _row
 
 # %% auto #0

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor, wait as _wait_futures
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit, urlunsplit, unquote, quote
-from .config import Collection, QmdError, UsageError, NotFound, Busy, ReadOnlyIndex, DiskFull, check_name, check_path_text
+from .config import Collection, QmdError, UsageError, NotFound, Busy, check_name, check_path_text
 from .store import (Store, DocRow, put_docs, remove_docs, drop_orphans, add_problem, cached_conversion,
                           cache_conversions, generation, now_iso, docs_by_ids)
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS

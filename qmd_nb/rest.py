@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Literal, Optional, Union # no `from __future__ import annotations`: FastAPI reads the annotations at runtime
 from pydantic import BaseModel, ConfigDict, Field
-from .config import QmdError, UsageError, deadline, storage_error
+from .config import QmdError, UsageError, deadline, storage_error, MAX_PATH
 from .search import search, SearchResult, MAX_QUERY
-from .docs import get, multi_get, status, collection_status, Skipped, Document, MAX_PATH
+from .docs import get, multi_get, status, collection_status, Skipped, Document
 from .format import search_summary, status_text, doc_text, plural, REST_TRUNC
 from . import index
 from .tools import Engine, run_vsearch, run_query, current_fingerprint

@@ -2,12 +2,11 @@
 the locale, bounded work, swapped symlinks, read-only and full disks, readers and writers of two processes, and the
 smaller items of issue 14. Goal everywhere: no 500, no hang over 5 s, no server death, a clear message."""
 import json, os, signal, socket, sqlite3, subprocess, sys, threading, time, unicodedata
-from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import httpx, pytest
 from conftest import QMD_BIN, write_tree
-from test_rest import Server, free_port
+from test_rest import Server
 
 def _answers(r) -> tuple[int, str]: return r.status_code, r.json().get('detail', '')
 
