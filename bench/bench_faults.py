@@ -19,11 +19,20 @@ def qmd(env, *args, check=True):
     if check and r.returncode: raise RuntimeError(f"qmd-nb {' '.join(map(str, args))}: {r.stderr[-1000:]}")
     return r
 
-def killed(env, args, after:float) -> bool:
-    "Run `qmd-nb ARGS` and SIGKILL it `after` seconds in; whether it was still running then."
+def killed(env, args, rng, started, extra:float) -> bool:
+    "Run `qmd-nb ARGS`; SIGKILL it at a random moment: a quarter of the time early (0.2-2 s in), else once `started()` says its\n    writing began, plus up to `extra` seconds. Whether it was still running when killed."
     p = subprocess.Popen([QMD, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try: p.wait(after); return False
-    except subprocess.TimeoutExpired: p.send_signal(signal.SIGKILL); p.wait(); return True
+    if rng.random() < 0.25: time.sleep(rng.uniform(0.2, 2.0))
+    else:
+        while p.poll() is None and not started(): time.sleep(0.01)
+        time.sleep(rng.uniform(0, extra))
+    if p.poll() is not None: return False
+    p.send_signal(signal.SIGKILL); p.wait(); return True
+
+def count(home:Path, sql:str) -> int:
+    try:
+        with sqlite3.connect(home/'cache'/'index'/'catalog.sqlite', timeout=1) as db: return db.execute(sql).fetchone()[0]
+    except sqlite3.Error: return -1
 
 def catalog(home:Path) -> sqlite3.Connection: return sqlite3.connect(home/'cache'/'index'/'catalog.sqlite')
 
@@ -40,13 +49,14 @@ def case_update(root:Path, env, home:Path, runs:int, rng) -> dict:
     folder = root/'notes'; folder.mkdir()
     for i in range(3000): (folder/f'n{i}.md').write_text(note(i, 0), encoding='utf-8')
     qmd(env, 'collection', 'add', folder, '--name', 'notes')
-    t = time.time(); qmd(env, 'update'); base = max(1.0, time.time() - t)
+    t = time.time(); qmd(env, 'update'); base = max(1.0, time.time() - t) # (nothing to do: the cost of looking)
     out = dict(runs=runs, integrity=0, lost=0, duplicated=0, orphans=0, killed=0)
     for run in range(runs):
         for i in rng.sample(range(3000), 600): (folder/f'n{i}.md').write_text(note(i, run + 1), encoding='utf-8') # changed
         for i in rng.sample(range(3000, 3400), 40): (folder/f'n{i}.md').write_text(note(i, run + 1), encoding='utf-8') # new
         for p in rng.sample(sorted(folder.glob('n3*.md')), 10): p.unlink() # gone
-        out['killed'] += killed(env, ['update'], rng.uniform(0.05, base * 2.5))
+        g = count(home, "SELECT value FROM kv WHERE key='generation'")
+        out['killed'] += killed(env, ['update'], rng, lambda: count(home, "SELECT value FROM kv WHERE key='generation'") != g, base / 3)
         db = catalog(home); out['integrity'] += not integrity(db); db.close()
         qmd(env, 'update') # what the user does next
         db = catalog(home)
@@ -80,12 +90,13 @@ def case_embed(root:Path, env, home:Path, runs:int, rng) -> dict:
     for i in range(300): (folder/f'd{i}.md').write_text(note(i, 0), encoding='utf-8')
     qmd(env, 'collection', 'add', folder, '--name', 'docs'); qmd(env, 'embed')
     for i in range(100): (folder/f'd{i}.md').write_text(note(i, -1), encoding='utf-8')
-    qmd(env, 'update'); t = time.time(); qmd(env, 'embed'); base = time.time() - t # what one run's embed takes, whole
+    qmd(env, 'update'); t = time.time(); qmd(env, 'embed'); base = time.time() - t # what one run's embed takes, whole (model load included)
     out = dict(runs=runs, integrity=0, lost=0, duplicated=0, orphans=0, killed=0)
     for run in range(runs):
         for i in rng.sample(range(300), 100): (folder/f'd{i}.md').write_text(note(i, run + 1), encoding='utf-8')
         qmd(env, 'update')
-        out['killed'] += killed(env, ['embed'], rng.uniform(0.2, 1.0) * base) # from the model's load to the last vectors
+        n = count(home, "SELECT COUNT(*) FROM embedded")
+        out['killed'] += killed(env, ['embed'], rng, lambda: count(home, "SELECT COUNT(*) FROM embedded") != n, base / 3)
         db = catalog(home); out['integrity'] += not integrity(db); db.close()
         qmd(env, 'embed')
         missing, extra, stray = vector_state(home, env)
