@@ -14,7 +14,7 @@ from .config import Collection, DEFAULT_MASK, check_name, check_path_text, norm_
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
 from .store import (Store, NewDoc, put_docs, touch_docs, remove_docs, drop_orphans, doc_index, set_problems,
                           mark_updated, get_collection, forget_collection, rename_in_catalog, cached_conversion,
-                          cache_conversions, library_files)
+                          cache_conversions, library_files, check_allowed)
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS
 from .keyword import keyword_index, _current_name
 
@@ -311,7 +311,7 @@ def add_collection(store:Store, path:str, # folder to index
     "Add a folder as a collection and index it: all or nothing (a full disk or Ctrl-C leaves the index as it was)."
     folder = Path(check_path_text(path)).expanduser().resolve()
     if not folder.is_dir(): raise UsageError(f"Not a folder: {path}")
-    name = check_name(name or re.sub(r'[^A-Za-z0-9_.-]+', '-', folder.name).strip('-.') or 'root')
+    name = check_allowed(store, check_name(name or re.sub(r'[^A-Za-z0-9_.-]+', '-', folder.name).strip('-.') or 'root'))
     masks = [m for m in mask.split(',') if m.strip()]
     if not masks: raise UsageError("Empty --mask")
     for m in masks: glob_re(m.strip())
@@ -329,7 +329,7 @@ def add_collection(store:Store, path:str, # folder to index
 
 def _undo_add(store, name, kw):
     "After a failed add: the config and keyword index as they were, and the disk space the transaction took back."
-    store.reload_config(); store.cache.pop('keyword', None)
+    store.reload_config(); store.root.cache.pop('keyword', None)
     try:
         if name in store.config.collections: del store.config.collections[name]; store.save_config() # the commit failed after the save
         root = store.paths.keyword_dir
@@ -360,7 +360,7 @@ def rename_collection(store:Store, old:str, new:str):
     with store.writing(): _rename(store, old, new)
 
 def _rename(store, old, new):
-    store.reload_config(); c = get_collection(store, old); check_name(new)
+    store.reload_config(); c = get_collection(store, old); check_allowed(store, check_name(new))
     if new in store.config.collections: raise UsageError(f"Collection '{new}' already exists")
     cfg, path, lib = store.config, c.path, store.paths.cache/'libraries'
     if Path(c.path) == lib/old and (lib/old).is_dir(): # a library: its managed folder follows its name

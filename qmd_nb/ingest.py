@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor, wait as _wait_futures
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit, urlunsplit, unquote, quote
-from .config import Collection, QmdError, UsageError, NotFound, Busy, check_name, check_path_text
+from .config import Collection, QmdError, UsageError, NotFound, Busy, check_name, check_path_text, private_dir
 from .store import (Store, DocRow, put_docs, remove_docs, drop_orphans, add_problem, cached_conversion,
-                          cache_conversions, generation, now_iso, docs_by_ids)
+                          cache_conversions, generation, now_iso, docs_by_ids, check_allowed)
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS
 from .text import Analyzer
 from .index import prepare_doc, doc_meta
@@ -61,7 +61,7 @@ def ensure_library(store:Store, library:str) -> Collection:
     folder, c = library_dir(store, library), store.config.collections.get(library)
     if c is not None and not is_library(store, library):
         raise UsageError(f"'{library}' is a folder collection ({c.path}), not a library: ingest into another library name")
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder.parent); private_dir(folder)
     if c is None:
         c = store.config.collections[library] = Collection(library, str(folder), LIBRARY_MASK, 'Files and pages ingested one by one')
         store.save_config()
@@ -288,9 +288,10 @@ def chunk_count(store:Store, text:str, start:int, title:str, hash:str,
     got = len(chunk_lines(lines, title, min(start, len(lines)), **chunk_params(store.config.settings)))
     return got if n < sample else max(got, round(got * len(text) / n))
 
-def _check_args(source, library, metadata):
+def _check_args(source, library, metadata, store=None):
     if not isinstance(source, Source) and (not isinstance(source, str) or not source.strip()): raise UsageError("source must be a file path or an http(s) URL")
     check_name(library, 'library')
+    if store is not None: check_allowed(store, library) # a token limited to collections: refused before anything is fetched
     if metadata is not None and not isinstance(metadata, dict): raise UsageError(f"metadata must be an object (got {type(metadata).__name__})")
     try: json.dumps(metadata)
     except (TypeError, ValueError) as e: raise UsageError(f"metadata must be JSON: {e}") from None
@@ -305,7 +306,7 @@ def ingest(store:Store, source:str|Source, # a file path or an http(s) URL (or w
            job:str|None=None # the background job doing this: its row learns what is about to be committed
           ) -> IngestResult:
     "Add one file or URL to a library: `indexed`, `replaced` or `skipped` (same content as last time)."
-    _check_args(source, library, metadata)
+    _check_args(source, library, metadata, store)
     s = source if isinstance(source, Source) else read_source(source.strip(), max_bytes, allow_private)
     src, h = s.source, hashlib.sha256(s.data).hexdigest()
     with store.writing():
@@ -334,7 +335,9 @@ def _write(store, library, src, path, data, h, conv, metadata, plan=(None, None)
                    (library, src, path, h, json.dumps(metadata or {}, ensure_ascii=False), now_iso()))
         if plan[0]: db.execute("UPDATE jobs SET result=? WHERE id=?", (json.dumps({**plan[1].__dict__, 'hash': h}), plan[0]))
     f = library_dir(store, library)/path
-    tmp = f.with_name(f'.{f.name}.tmp'); tmp.write_bytes(data); os.replace(tmp, f)
+    tmp = f.with_name(f'.{f.name}.tmp')
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'wb') as out: out.write(data) # a copy of someone's file: the owner's only
+    os.replace(tmp, f)
     st = f.stat()
     nd = prepare_doc(library, path, conv.text, h, Analyzer(), st.st_size, st.st_mtime, meta=doc_meta(conv.meta, src, metadata),
                      front_matter=conv.kind in ('md', 'txt'))
@@ -395,7 +398,7 @@ def start_ingest(store:Store, source:str, library:str='default', metadata:dict|N
                  allow_private:bool=False # URLs: fetch private and local addresses too (see `fetch_url`)
                 ) -> str:
     "Start ingesting in the background; returns the job id (`Busy` when too many are under way)."
-    _check_args(source, library, metadata)
+    _check_args(source, library, metadata, store)
     if len(_THREADS) >= MAX_JOB_WORKERS + MAX_JOBS_QUEUED:
         raise Busy(f"Too many background ingestions under way ({len(_THREADS)}); try again when some have finished")
     jid, ts, shown = uuid.uuid4().hex, now_iso(), clean_url(source.strip())

@@ -113,6 +113,7 @@ def _corpus(store:Store, p:BM25Params, an:Analyzer):
 
 def build_keyword_index(store:Store, p:BM25Params|None=None) -> Path:
     "Build the keyword index of the whole catalog and make it current; returns its folder."
+    store = store.root # a view limited to some collections still builds (and shares) the whole index
     with store.writing(): return _build(store, p or BM25Params.from_settings(store.config.settings))
 
 def _build(store, p, root:Path|None=None # build here, without making it current (default: the index's, made current)
@@ -201,6 +202,7 @@ def _in_memory(store:Store, p:BM25Params) -> KeywordIndex:
 def keyword_index(store:Store, rebuild_stale:bool|None=None # rebuild when stale: None = when this thread is a writer
                  ) -> KeywordIndex:
     "The store's keyword index: writers rebuild it when the catalog or the `bm25` settings changed; readers take the last build."
+    store = store.root # one index over every collection: a view (`StoreView`) filters it by its collections
     p, gen = BM25Params.from_settings(store.config.settings), generation(store)
     fresh = lambda k: k is not None and k.generation == gen and k.params == p
     cur = store.cache.get('keyword')
