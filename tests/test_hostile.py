@@ -6,7 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import httpx, pytest
 from conftest import QMD_BIN, write_tree
-from test_rest import Server
+from test_rest import Server, _mcp_http
 
 def _answers(r) -> tuple[int, str]: return r.status_code, r.json().get('detail', '')
 
@@ -39,8 +39,8 @@ def hostile(tmp_path_factory):
     from conftest import Qmd, NOTES
     tmp = tmp_path_factory.mktemp('hostile')
     q = Qmd(tmp/'home'); q('collection', 'add', write_tree(tmp/'notes', NOTES), '--name', 'notes')
-    s = Server(q, '--request-timeout', '4', '--client-timeout', '2')
-    s.qmd = q
+    s = Server(q, '--request-timeout', '4', '--client-timeout', '2', '--allow-path', tmp) # clients may name files under tmp
+    s.qmd, s.tmp = q, tmp
     yield s
     code, out, err = s.stop()
     assert code == 0 and 'Traceback' not in err, (code, err[-2000:])
@@ -106,21 +106,19 @@ def test_hostile_globs_answer_at_once(hostile):
         t = time.monotonic(); got = _answers(hostile.post('/multi_get', {'pattern': pat}))
         assert got[0] == code and words in got[1] and time.monotonic() - t < 2, (pat[:30], got)
     assert hostile.get('/health', timeout=2).status_code == 200
-    r = hostile.post('/collections/add', {'name': 'x', 'path': '/tmp', 'glob_pattern': '{a,b}' * 8}) # masks: commas in braces stay
+    r = hostile.post('/collections/add', {'name': 'x', 'path': str(hostile.tmp), 'glob_pattern': '{a,b}' * 8}) # masks: commas in braces stay
     assert _answers(r) == (400, "Glob '{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}' has too many {a,b} alternatives (more than 64)"), r.text
 
 def test_request_deadline_and_sigterm_within_5s(qmd, tmp_path):
     root = write_tree(tmp_path/'many', {f'd{i // 500}/n{i}.md': f'# N{i}\n\n' + 'lorem ipsum dolor ' * 30 for i in range(4000)})
     qmd('collection', 'add', root, '--name', 'many')
-    s = Server(qmd, '--request-timeout', '0.3')
+    s = Server(qmd, '--request-timeout', '0.3', '--allow-path', tmp_path)
     t = time.monotonic(); r = s.post('/multi_get', {'pattern': 'many/**', 'max_bytes': 10**6, 'line_numbers': True})
     assert (r.status_code, time.monotonic() - t < 2.5) == (503, True), (r.status_code, time.monotonic() - t)
     assert 'time limit (0.3 s)' in r.json()['detail'] and s.get('/health').status_code == 200
     import asyncio
-    from mcp import Client
-    async def over_mcp():
-        async with Client(s.url + '/mcp') as c: return await c.call_tool('multi_get', {'pattern': 'many/**', 'maxBytes': 10**6})
-    t = time.monotonic(); m = asyncio.run(over_mcp())
+    async def over_mcp(c): return await c.call_tool('multi_get', {'pattern': 'many/**', 'maxBytes': 10**6})
+    t = time.monotonic(); m = asyncio.run(_mcp_http(s, over_mcp))
     assert m.is_error and 'time limit (0.3 s)' in m.content[0].text and time.monotonic() - t < 5, m.content[0].text[:200] # MCP over HTTP too
     # a stop while a long write runs in the queue: gone within 5 s (the write, cut short, leaves a consistent index)
     big = write_tree(tmp_path/'big', {f'b{i}.md': f'# B{i}\n\nzebra {i} ' * 20 for i in range(6000)})
@@ -197,12 +195,15 @@ def test_half_open_clients_are_dropped(hostile):
     time.sleep(3); assert _closed(half_body); half_body.close()
 
 def _closed(c:socket.socket) -> bool:
+    "Whether the server closed the connection (after an answer, if it gave one)."
     c.settimeout(1)
-    try: return c.recv(1) == b''
+    try:
+        while c.recv(65536): pass
+        return True
     except (ConnectionResetError, BrokenPipeError): return True
     except socket.timeout: return False
 
-def test_input_caps(hostile, tmp_path):
+def test_input_caps(hostile):
     big = hostile.post('/embed', {'texts': ['x' * 8192] * 1000})
     assert _answers(big) == (413, 'Texts too long (8192000 characters in all; the limit is 262144)')
     for path, body, words in [('/query', {'query': 'rsync', 'intent': 'x' * 10**6}, 'intent: String should have at most 2000 characters'),
@@ -210,7 +211,7 @@ def test_input_caps(hostile, tmp_path):
                               ('/query', {'searches': [{'type': 'lex', 'query': 'a'}] * 11}, 'searches: List should have at most 10 items')]:
         t = time.monotonic(); code, detail = _answers(hostile.post(path, body))
         assert code == 400 and words in detail and len(detail) < 300 and time.monotonic() - t < 2, (path, code, detail[:300])
-    text = tmp_path/'huge.txt'
+    text = hostile.tmp/'huge.txt'
     text.write_text('\n'.join(f'line {i} about storage arrays and backup rotation schedules' for i in range(60000)), encoding='utf-8') # 3.5 MB
     t = time.monotonic(); r = hostile.post('/ingest', {'source': str(text), 'library': 'big'})
     assert r.status_code == 200 and r.json()['chunk_count'] > 1000 and time.monotonic() - t < 20, (r.text[:300], time.monotonic() - t)
@@ -256,7 +257,7 @@ def _files(home:Path) -> dict: return {str(p): p.stat().st_mtime_ns for p in hom
 
 def test_read_only_index_serves_every_read(qmd, notes, tmp_path, mounts):
     from conftest import Qmd
-    qmd('collection', 'add', notes, '--name', 'notes'); qmd('embed')
+    qmd('collection', 'add', notes, '--name', 'notes'); qmd('embed'); qmd('mcp-config') # (mcp-config makes the server's token)
     ro = tmp_path/'ro'; ro.mkdir()
     if not _mount('--bind', '-o', 'ro', qmd.home, ro): pytest.skip('needs root to bind-mount read-only')
     mounts.append(ro)
@@ -292,7 +293,7 @@ def test_full_disk_leaves_the_index_as_it_was(qmd, tmp_path, mounts):
     q = Qmd(mnt/'home')
     q('collection', 'add', write_tree(tmp_path/'small', {f's{i}.md': f'# S{i}\n\nrsync note {i}\n' for i in range(20)}), '--name', 'small')
     big = write_tree(tmp_path/'big', {f'd{i // 500}/b{i}.md': f'# B{i}\n\n' + ' '.join(f'w{(i * 7 + k) % 9973}' for k in range(200)) for i in range(5000)})
-    before = q.json('status', '--json')
+    before = q.json('status', '--json'); q('mcp-config') # the server's token, made while there is room
     r = q('collection', 'add', big, '--name', 'big', ok=False)
     assert r.returncode == 1 and 'is full: nothing was changed' in r.stderr and 'Traceback' not in r.stderr, r.stderr[-1500:]
     after = q.json('status', '--json')
@@ -300,7 +301,7 @@ def test_full_disk_leaves_the_index_as_it_was(qmd, tmp_path, mounts):
     files = _files(mnt/'home')
     assert q('search', 'rsync', '--format', 'files').stdout.count('small/') == 10 # search answers...
     assert _files(mnt/'home') == files # ...and writes nothing
-    s = Server(q)
+    s = Server(q, '--allow-path', tmp_path)
     try:
         code, detail = _answers(s.post('/collections/add', {'name': 'big', 'path': str(big)}))
         assert code == 507 and 'is full' in detail, (code, detail)
@@ -315,7 +316,7 @@ def test_readers_never_wait_for_another_process(qmd, notes, tmp_path):
     s = Server(qmd)
     stop, lat, bad = threading.Event(), [], []
     def reader():
-        with httpx.Client(base_url=s.url, timeout=30) as c:
+        with httpx.Client(base_url=s.url, timeout=30, headers={'Authorization': f'Bearer {s.token}'}) as c:
             while not stop.is_set():
                 t = time.monotonic(); r = c.post('/search', json={'query': 'rsync', 'limit': 5})
                 lat.append(time.monotonic() - t)
@@ -370,11 +371,8 @@ def test_impossible_names_get_400(hostile):
         code, detail = _answers(r)
         assert code in (400, 404) and words in detail and len(detail) < 2000, (method, path[:40], code, detail[:300])
     async def get(c): return await c.call_tool('get', {'file': 'x\x00y'})
-    from mcp import Client
     import asyncio
-    async def over_http():
-        async with Client(hostile.url + '/mcp') as c: return await get(c)
-    r = asyncio.run(over_http())
+    r = asyncio.run(_mcp_http(hostile, get))
     assert r.is_error and 'NUL' in r.content[0].text
 
 def test_unicode_names_are_found_in_either_form(hostile):
