@@ -104,9 +104,10 @@ def case_embed(root:Path, env, home:Path, runs:int, rng) -> dict:
         out['lost'] += missing; out['duplicated'] += extra; out['orphans'] += stray + orphans(db); out['integrity'] += not integrity(db); db.close()
     return out
 
-def serve(env):
+def serve(env, folder:Path):
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
-    p = subprocess.Popen([QMD, 'serve', '--port', str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen([QMD, 'serve', '--port', str(port), '--no-auth', '--allow-path', str(folder)], env=env, # loopback, no tokens: the bench is the owner
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url, t = f'http://127.0.0.1:{port}', time.time()
     while time.time() - t < 120:
         try:
@@ -125,7 +126,7 @@ def case_ingest(root:Path, env, home:Path, runs:int, rng) -> dict:
         files = []
         for i in range(12):
             f = src/f'r{run}-{i}.md'; f.write_text(note(1000 * run + i, run) * rng.randint(1, 30), encoding='utf-8'); files.append(f)
-        p, url = serve(env)
+        p, url = serve(env, src)
         with httpx.Client(base_url=url, timeout=30) as c:
             jobs = {c.post('/ingest', json={'source': str(f), 'library': f'lib{run % 3}', 'background': True}).json()['id']: f for f in files}
             time.sleep(rng.uniform(0.0, 2.0))

@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/keyword.html.md"""
 
 # %% ../nbs/04_keyword.ipynb #35299129
 from __future__ import annotations
-import json, shutil, tempfile, time
+import json, shutil, tempfile, threading, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
@@ -199,6 +199,18 @@ def _in_memory(store:Store, p:BM25Params) -> KeywordIndex:
     ki.key = f'memory:{ki.generation}:{p}'
     return ki
 
+def _reader_index(store, p, gen, cur) -> KeywordIndex:
+    "The build CURRENT names, loaded by one thread at a time; the others answer from the one they had meanwhile."
+    name, lock = _current_name(store.paths.keyword_dir), store.cache.setdefault('keyword_lock', threading.Lock())
+    if cur is not None and cur.key in (name, f'memory:{gen}:{p}'): return cur
+    if not lock.acquire(blocking=cur is None): return cur # another thread is loading the new build (32 parsing it at once hurt)
+    try:
+        now = store.cache.get('keyword')
+        if now is not None and now is not cur and now.key == name: return now # loaded while this thread waited
+        ki = _load_current(store.paths.keyword_dir) if name else None
+        return ki if ki is not None else _in_memory(store, p)
+    finally: lock.release()
+
 def keyword_index(store:Store, rebuild_stale:bool|None=None # rebuild when stale: None = when this thread is a writer
                  ) -> KeywordIndex:
     "The store's keyword index: writers rebuild it when the catalog or the `bm25` settings changed; readers take the last build."
@@ -211,11 +223,7 @@ def keyword_index(store:Store, rebuild_stale:bool|None=None # rebuild when stale
         with store.writing(): # another process may have built it while we waited
             gen = generation(store); ki = _load_current(store.paths.keyword_dir)
             if not fresh(ki): ki = KeywordIndex(_build(store, p))
-    else:
-        name = _current_name(store.paths.keyword_dir)
-        if cur is not None and cur.key in (name, f'memory:{gen}:{p}'): ki = cur
-        else: ki = _load_current(store.paths.keyword_dir) if name else None
-        if ki is None: ki = _in_memory(store, p)
-        ki.stale = not fresh(ki)
-    store.cache['keyword'] = ki
+    else: ki = _reader_index(store, p, gen, cur)
+    ki.stale = not fresh(ki)
+    if ki is not cur: store.cache['keyword'] = ki
     return ki
