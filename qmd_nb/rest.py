@@ -12,9 +12,9 @@ __all__ = ['LOOPBACK', 'FORM_PATHS', 'MAX_TEXTS', 'MAX_EMBED_CHARS', 'FilterSpec
            'CollectionRemoved', 'RenameRequest', 'CollectionRenamed', 'Indexed', 'UpdateRequest', 'Updated',
            'ContextAddRequest', 'ContextAdded', 'ContextItem', 'ContextsResponse', 'ContextRemoved', 'Health',
            'ErrorResponse', 'doc_out', 'TooLarge', 'error_json', 'validation_detail', 'allowed', 'default_hosts',
-           'default_origins', 'Guard', 'send_status', 'Deadline', 'WriteQueue', 'add_search_routes', 'add_model_routes',
-           'add_collection_routes', 'add_index_routes', 'IngestRequest', 'Ingested', 'JobState', 'add_ingest_routes',
-           'mk_app']
+           'default_origins', 'Guard', 'send_status', 'Deadline', 'Stopping', 'WriteQueue', 'add_search_routes',
+           'add_model_routes', 'add_collection_routes', 'add_index_routes', 'IngestRequest', 'Ingested', 'JobState',
+           'add_ingest_routes', 'mk_app']
 
 # %% ../nbs/22_rest.ipynb #934f3f28
 import asyncio, logging, re, sqlite3
@@ -248,12 +248,30 @@ class Deadline:
             if m['type'] == 'http.response.start': started[0] = True
             await send(m)
         with deadline(self.seconds): task = asyncio.ensure_future(self.app(scope, receive, send_)) # the task's context holds the limit
-        done, _ = await asyncio.wait({task}, timeout=self.seconds + 1)
+        try: done, _ = await asyncio.wait({task}, timeout=self.seconds + 1)
+        except asyncio.CancelledError: muted[0] = True; task.cancel(); raise # the server stops: the work goes with its request
         if task in done: return task.result()
         task.add_done_callback(lambda t: t.cancelled() or t.exception()) # finishes on its own; its outcome is not wanted
         if not started[0]:
             muted[0] = True
             await error_json(503, f"The request took longer than its time limit ({self.seconds:g} s) and was stopped; ask for less")(scope, receive, send)
+
+class Stopping:
+    "ASGI middleware: a request the server gives up on as it stops gets a 503 saying so, not a 500 and a traceback."
+    def __init__(self, app): self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope['type'] != 'http': return await self.app(scope, receive, send)
+        started = [False]
+        async def send_(m):
+            if m['type'] == 'http.response.start': started[0] = True
+            await send(m)
+        try: await self.app(scope, receive, send_)
+        except asyncio.CancelledError: # uvicorn cancels what is still running a moment after a stop signal
+            if started[0]: return # a stream (MCP's) already under way just ends
+            r = error_json(503, "The server is stopping: this request was not finished; send it again once the server is back")
+            r.headers['connection'] = 'close'
+            await r(scope, receive, send)
 
 # %% ../nbs/22_rest.ipynb #412ba530
 class WriteQueue:
@@ -502,7 +520,7 @@ def mk_app(engine:Engine, # the engine every endpoint answers from
     verify = None if tokens is None else (tokens.verify if oauth is None else lambda t: tokens.verify(t) or oauth.verify_access(t))
     inner = Gate(Deadline(app, request_timeout or engine.request_timeout), verify, prm)
     if oauth is not None: inner = RateLimit(inner, RATE_LIMITS)
-    return Guard(inner, hosts, origins, max_body, cors=list(allowed_origins or []))
+    return Stopping(Guard(inner, hosts, origins, max_body, cors=list(allowed_origins or [])))
 
 def _mcp_door(engine, hosts, origins, tools=('qmd',), roots=(), prm=None):
     "The /mcp endpoint, with its MCP server for unlimited tokens made now (the SDK's own Host/Origin checks stay on)."
