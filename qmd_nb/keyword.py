@@ -51,7 +51,8 @@ class Bm25sBackend:
     name = 'bm25s'
     @staticmethod
     def build(ids:list[list[int]], vocab:dict, p:BM25Params, folder:Path):
-        import bm25s
+        import bm25s, logging
+        logging.getLogger('bm25s').setLevel(logging.WARNING) # it sets itself to DEBUG: a server's log would get a line per build
         r = bm25s.BM25(k1=p.k1, b=p.b, method='lucene')
         r.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False, create_empty_token=False)
         r.save(str(folder))

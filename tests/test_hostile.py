@@ -275,11 +275,12 @@ def test_read_only_index_serves_every_read(qmd, notes, tmp_path, mounts):
     mounts.append(ro)
     r = Qmd(ro)
     for args in (['status'], ['search', 'rsync'], ['get', 'backup.md'], ['multi-get', 'notes/journals/*.md'], ['vsearch', 'keeping files safe'],
-                 ['query', 'rsync copy'], ['collection', 'list'], ['context', 'list']):
+                 ['query', 'rsync copy'], ['collection', 'list'], ['collection', 'show', 'notes'], ['context', 'list'], ['source', 'list'],
+                 ['token', 'list'], ['mcp-config']):
         out = r(*args, ok=False)
         assert out.returncode == 0 and out.stdout and 'Traceback' not in out.stderr, (args, out.stderr[-1500:])
     for args in (['update'], ['collection', 'add', notes, '--name', 'again'], ['embed', '-f'], ['context', 'add', '/', 'x'],
-                 ['ingest', notes/'backup.md'], ['collection', 'remove', 'notes']):
+                 ['ingest', notes/'backup.md'], ['collection', 'remove', 'notes'], ['collection', 'rename', 'notes', 'n2'], ['token', 'revoke', 'default']):
         out = r(*args, ok=False)
         assert out.returncode == 1 and 'read-only' in out.stderr and 'Traceback' not in out.stderr, (args, out.stderr[-1500:])
     s = Server(r)
@@ -293,6 +294,13 @@ def test_read_only_index_serves_every_read(qmd, notes, tmp_path, mounts):
             assert code == 409 and 'read-only' in detail, (path, code, detail)
         async def look(c): return await c.call_tool('search', {'query': 'rsync'})
         assert not _stdio(r, [], look).is_error
+        async def recall(c): # a profile that keeps its own tables: served too (it had none on this index), its write refused
+            found = await c.call_tool('query_experiences', {'keywords': 'rsync'})
+            sent = await c.call_tool('submit_experience', {'title': 't', 'problem_description': 'p', 'solution': 's'})
+            return found.structured_content, sent.structured_content
+        found, sent = _stdio(r, ['--tools', 'recall'], recall)
+        assert found['success'] and found['data']['total'] == 0, found
+        assert not sent['success'] and sent['error']['code'] == 'DATABASE_ERROR' and 'read-only' in sent['error']['message'], sent
     finally:
         code, out, err = s.stop()
         assert code == 0 and 'Traceback' not in err, err[-2000:]
