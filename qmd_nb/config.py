@@ -6,16 +6,16 @@ Docs: https://qmd-nb.github.io/qmd-nb/config.html.md"""
 
 # %% ../nbs/00_config.ipynb #1460bb9f
 from __future__ import annotations
-import contextvars, errno, json, os, re, tempfile, time
+import contextvars, errno, json, os, re, shutil, tempfile, time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['MAX_PATH', 'DEFAULT_MASK', 'QmdError', 'UsageError', 'NotFound', 'Forbidden', 'TooSlow', 'Busy', 'deadline',
-           'past_deadline', 'time_left', 'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'storage_error', 'base_dirs',
-           'check_name', 'check_path_text', 'IndexPaths', 'index_paths', 'private_dir', 'private_file', 'Collection',
-           'norm_context_path', 'contexts_for', 'Config', 'atomic_write']
+           'past_deadline', 'time_left', 'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'disk_full', 'no_room',
+           'storage_error', 'base_dirs', 'check_name', 'check_path_text', 'IndexPaths', 'index_paths', 'private_dir',
+           'private_file', 'Collection', 'norm_context_path', 'contexts_for', 'Config', 'atomic_write']
 
 # %% ../nbs/00_config.ipynb #b2bede68
 class QmdError(Exception):
@@ -80,14 +80,28 @@ class DiskFull(QmdError):
 
 _RO_ERRNOS, _FULL_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM), (errno.ENOSPC, errno.EDQUOT)
 
+def disk_full(where='', # the index folder, for the message
+              what:str='nothing was changed' # what became of the command's work
+             ) -> DiskFull:
+    "The error for a full disk."
+    return DiskFull(f"The disk holding the index{f' at {where}' if where else ''} is full: {what}. Free some space and run the command again")
+
+def no_room(where) -> bool:
+    "Whether the disk holding `where` (or its nearest existing parent) has less than 1 MB free."
+    p = Path(where)
+    while not p.exists() and p != p.parent: p = p.parent
+    try: return shutil.disk_usage(p).free < 1 << 20
+    except OSError: return False
+
 def storage_error(e:Exception, # an OSError or sqlite3 error raised while writing the index
-                  where='' # the index folder, for the message
+                  where='' # the index folder, for the message (and to tell a full disk behind an I/O error)
                  ) -> QmdError|None:
     "A `ReadOnlyIndex` or `DiskFull` naming the problem when `e` is one, else None."
     msg = str(e).lower()
     at = f" at {where}" if where else ''
-    if getattr(e, 'errno', None) in _FULL_ERRNOS or 'disk is full' in msg or 'no space left' in msg:
-        return DiskFull(f"The disk holding the index{at} is full: nothing was changed. Free some space and run the command again")
+    if getattr(e, 'errno', None) in _FULL_ERRNOS or 'disk is full' in msg or 'no space left' in msg or \
+       ('disk i/o error' in msg and where and no_room(where)): # SQLite's shared memory file cannot grow: an I/O error
+        return disk_full(where)
     if getattr(e, 'errno', None) in _RO_ERRNOS or 'readonly' in msg or 'read-only' in msg:
         return ReadOnlyIndex(f"The index{at} is read-only: this command needs to change it (searching and reading still work)")
     return None

@@ -10,7 +10,7 @@ import errno, hashlib, os, re, shutil, stat, sys, unicodedata
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from .config import Collection, DEFAULT_MASK, check_name, check_path_text, norm_context_path, UsageError, NotFound, QmdError, atomic_write
+from .config import Collection, DEFAULT_MASK, check_name, check_path_text, norm_context_path, UsageError, NotFound, QmdError, atomic_write, DiskFull, disk_full
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
 from .store import (Store, NewDoc, put_docs, touch_docs, remove_docs, drop_orphans, doc_index, set_problems,
                           mark_updated, get_collection, forget_collection, rename_in_catalog, cached_conversion,
@@ -299,6 +299,10 @@ def update(store:Store, names:list[str]|None=None, # collections to update (defa
         for c in cols:
             try: stats.append(update_collection(store, c, an, progress))
             except NotFound as e: stats.append(UpdateStats(c.name, error=str(e))) # e.g. an unmounted drive: keep its documents
+            except DiskFull: # batches are committed as they go (as a kill leaves them): say what that means
+                store.shrink_wal()
+                raise disk_full(store.paths.cache, f"the update stopped in collection '{c.name}' (documents it re-indexed are kept, "
+                                                   "the others keep their previous version; the index is consistent)") from None
         drop_orphans(store) # always: a killed run may have left content no document uses
         keyword_index(store)
     return stats

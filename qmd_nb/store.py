@@ -10,7 +10,7 @@ import json, sqlite3, threading, datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from .config import (Config, Collection, IndexPaths, index_paths, NotFound, Forbidden, private_dir, private_file,
-                          storage_error, past_deadline, check_deadline)
+                          storage_error, disk_full, DiskFull, past_deadline, check_deadline)
 
 # %% auto #0
 __all__ = ['SCHEMA', 'now_iso', 'DocRow', 'NewDoc', 'Store', 'get_collection', 'generation', 'put_docs', 'touch_docs',
@@ -129,21 +129,23 @@ def _file_sig(p:Path):
 # %% ../nbs/03_store.ipynb #a84c86d2
 def _late() -> int: return 1 if past_deadline() else 0 # SQLite's progress handler: a non-zero answer stops the query
 
-def _open_catalog(path:Path) -> tuple[sqlite3.Connection, bool]:
-    "(connection, read-only?) to the catalog: writable when it can be, else read-only (a read-only mount, a CD, a snapshot)."
-    kw = dict(timeout=30, check_same_thread=False, isolation_level=None)
+def _open_catalog(path:Path) -> tuple[sqlite3.Connection, bool, bool]:
+    "(connection, read-only?, for want of space?) to the catalog: writable when it can be, else read-only (a read-only mount, a snapshot, a full disk)."
+    kw, db = dict(timeout=30, check_same_thread=False, isolation_level=None), None
     try:
         private_dir(path.parent.parent); private_dir(path.parent) # the index copies documents: the owner's only
         for f in (path, *(path.with_name(path.name + x) for x in ('-wal', '-shm'))):
             if f == path or f.exists(): private_file(f) # SQLite gives -wal and -shm the catalog's mode
         db = sqlite3.connect(path, **kw)
         db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL'); db.executescript(SCHEMA)
-        return db, False
+        return db, False, False
     except (sqlite3.OperationalError, OSError) as e:
-        if storage_error(e) is None and 'unable to open' not in str(e): raise
+        if db is not None: db.close()
+        why = storage_error(e, path.parent) # a full disk shows as an I/O error when SQLite's shared memory file cannot grow
+        if why is None and 'unable to open' not in str(e): raise
     if not path.exists(): # nothing indexed, and nowhere to write: an empty catalog
-        db = sqlite3.connect(':memory:', **kw); db.executescript(SCHEMA); return db, True
-    return _connect_ro(path), True
+        db = sqlite3.connect(':memory:', **kw); db.executescript(SCHEMA); return db, True, isinstance(why, DiskFull)
+    return _connect_ro(path), True, isinstance(why, DiskFull)
 
 def _connect_ro(path:Path) -> sqlite3.Connection:
     "A read-only connection to the catalog: with the WAL's -shm when it exists or can be made, else the file as it is."
@@ -165,7 +167,7 @@ class Store:
                 ):
         self.paths = paths or index_paths(name, env)
         self.lock, self._db, self._config, self.cache = threading.RLock(), None, None, {}
-        self._config_sig, self.readonly = None, False
+        self._config_sig, self.readonly, self.full = None, False, False # read-only (and why: a full disk) once the catalog is open
         self.wlock, self._wdepth, self._wfile, self._wowner = threading.RLock(), 0, None, None
         self._txdepth, self._txowner, self._local, self._readers, self._rlock = 0, None, threading.local(), {}, threading.Lock()
         self._views, self.root, self.allowed = {}, self, None # a `StoreView` has the whole store as root and the collections it shows
@@ -186,7 +188,7 @@ class Store:
         "The connection that writes (and reads inside transactions)."
         if self._db is None:
             with self.lock:
-                if self._db is None: self._db, self.readonly = _open_catalog(self.paths.db)
+                if self._db is None: self._db, self.readonly, self.full = _open_catalog(self.paths.db)
         return self._db
 
     def _reader(self) -> sqlite3.Connection:
@@ -208,7 +210,8 @@ class Store:
 
     def _raise_storage(self, e:BaseException):
         "Raise a clear `ReadOnlyIndex`/`DiskFull` for an OSError or SQLite error that is one; return otherwise."
-        if isinstance(e, (OSError, sqlite3.Error)) and (err := storage_error(e, self.paths.cache)) is not None: raise err from None
+        if isinstance(e, (OSError, sqlite3.Error)) and (err := storage_error(e, self.paths.cache)) is not None:
+            raise disk_full(self.paths.cache) if self.root.full else err from None # opened read-only for want of space: say so
 
     def writing(self) -> _WriteLock:
         "Hold the write lock: updates, collection changes and index builds from any process run one at a time."
@@ -502,7 +505,7 @@ class StoreView(Store):
 
     def writing(self): return self.root.writing()
     def tx(self): return self.root.tx()
-    readonly = property(lambda self: self.root.readonly)
+    readonly, full = property(lambda self: self.root.readonly), property(lambda self: self.root.full)
     def is_writing(self) -> bool: return self.root.is_writing()
     def try_write(self, sql:str, rows:list|None=None) -> bool: return self.root.try_write(sql, rows)
     def shrink_wal(self): self.root.shrink_wal()

@@ -329,6 +329,68 @@ def test_full_disk_leaves_the_index_as_it_was(qmd, tmp_path, mounts):
     finally: assert s.stop()[0] == 0
     assert q('collection', 'remove', 'small').returncode == 0 # the space the failed add took is back
 
+def _fill(mnt:Path, leave:int=0) -> Path:
+    "Fill the disk at `mnt`, then give back `leave` bytes (as another program filling the disk would)."
+    f = mnt/'filler'
+    with open(f, 'ab') as out:
+        try:
+            while True: out.write(b'\0' * (1 << 16)); out.flush()
+        except OSError: pass
+    with open(f, 'r+b') as out: out.truncate(max(0, f.stat().st_size - leave))
+    return f
+
+def test_full_disk_reads_answer_and_stopped_writes_say_so(tmp_path, mounts):
+    "A disk another program filled: every read answers (CLI, both servers); an update or embedding the disk stops says what it kept."
+    from conftest import Qmd, NOTES
+    mnt = tmp_path/'mnt'; mnt.mkdir()
+    if not _mount('-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', mnt): pytest.skip('needs root to mount a small tmpfs')
+    mounts.append(mnt)
+    q = Qmd(mnt/'home')
+    q('collection', 'add', write_tree(tmp_path/'notes', NOTES), '--name', 'notes'); q('embed'); q('mcp-config')
+    big = write_tree(tmp_path/'big', {f'd{i // 500}/b{i}.md': f'# B{i}\n\nplain ' + ' '.join(f'w{(i * 7 + k) % 9973}' for k in range(60)) for i in range(1500)})
+    q('collection', 'add', big, '--name', 'big')
+    mid = write_tree(tmp_path/'mid', {f'm{i}.md': f'# M{i}\n\nmiddle ' + ' '.join(f'w{(i * 7 + k) % 9973}' for k in range(20)) for i in range(300)})
+    q('collection', 'add', mid, '--name', 'mid')
+    filler = _fill(mnt) # not a byte left
+    for args in (['status'], ['search', 'rsync'], ['get', 'backup.md'], ['multi-get', 'notes/journals/*.md'], ['vsearch', 'keeping files safe'],
+                 ['query', 'rsync'], ['collection', 'list']):
+        out = q(*args, ok=False)
+        assert out.returncode == 0 and out.stdout and 'Traceback' not in out.stderr, (args, out.stderr[-1500:])
+    out = q('context', 'add', '/', 'x', ok=False)
+    assert out.returncode == 1 and 'is full: nothing was changed' in out.stderr and 'Traceback' not in out.stderr, out.stderr[-1500:]
+    async def look(c): return await c.call_tool('search', {'query': 'rsync'})
+    assert not _stdio(q, [], look).is_error
+    s = Server(q)
+    try:
+        for path, body in [('/search', {'query': 'rsync'}), ('/vsearch', {'query': 'keeping files safe'}), ('/get', {'file': 'backup.md'})]:
+            assert s.post(path, body).status_code == 200, (path, s.post(path, body).text)
+        code, detail = _answers(s.post('/contexts/add', {'path': '/', 'text': 'x'}))
+        assert code == 507 and 'is full' in detail, (code, detail)
+    finally:
+        code, out, err = s.stop()
+        assert code == 0 and 'Traceback' not in err, err[-2000:]
+    # an update that fills the disk on its way: batches committed before stay, the rest keep their previous version
+    for i in range(1500): (big/f'd{i // 500}'/f'b{i}.md').write_text(f'# B{i}\n\nchanged ' + ' '.join(f'v{(i * 11 + k) % 9973}' for k in range(300)), encoding='utf-8')
+    filler.unlink(); filler = _fill(mnt, leave=1 << 20)
+    out = q('update', ok=False)
+    assert out.returncode == 1 and "the update stopped in collection 'big'" in out.stderr and 'Traceback' not in out.stderr, out.stderr[-1500:]
+    db = sqlite3.connect(f'file:{q.home}/cache/index/catalog.sqlite?mode=ro', uri=True)
+    assert db.execute('PRAGMA integrity_check').fetchone()[0] == 'ok'
+    assert db.execute("SELECT COUNT(*) FROM documents WHERE collection='big'").fetchone()[0] == 1500 # each one old or new, none lost
+    db.close()
+    assert q('search', 'rsync', '--format', 'files').returncode == 0
+    filler.unlink(); q('update')
+    db = sqlite3.connect(q.home/'cache'/'index'/'catalog.sqlite') # the next update finishes the work
+    assert db.execute("SELECT COUNT(*) FROM documents d JOIN content c ON c.hash = d.hash WHERE d.collection='big' AND c.body LIKE '%changed%'").fetchone()[0] == 1500
+    db.close()
+    # embedding that fills the disk: it says so (what was embedded is kept), and the next run finishes once there is room
+    filler = _fill(mnt, leave=100_000)
+    out = q('embed', '-c', 'mid', ok=False)
+    assert out.returncode == 1 and 'embedding stopped (what was embedded before is kept' in out.stderr and 'Traceback' not in out.stderr, out.stderr[-1500:]
+    filler.unlink()
+    assert 'Embedded' in q('embed', '-c', 'mid').stdout
+    assert q('vsearch', 'middle', '-c', 'mid', '--format', 'files').stdout.count('mid/m') == 10
+
 # 7. Readers and a writer of another process --------------------------------------------------------------------------------
 def test_readers_never_wait_for_another_process(qmd, notes, tmp_path):
     qmd('collection', 'add', notes, '--name', 'notes')
