@@ -202,11 +202,14 @@ def fetch_url(url:str, max_bytes:int=50 * 2**20, # largest body accepted
         conn = _open(cur, deadline, allow_private)
         try:
             r = _request(conn, cur)
+            if conn.qmd_dog.fired: raise TimeoutError # the deadline cut the headers short: what came is not an answer
             if r.status in (301, 302, 303, 307, 308) and r.getheader('location'):
                 cur = _check_http(urljoin(cur, r.getheader('location').strip())); continue
             if r.status >= 400: raise FetchError(f"HTTP {r.status} {r.reason} from {clean_url(cur)}")
             kind, cs = _kind_of_response(r, clean_url(cur))
-            return Fetched(shown, clean_url(cur), _read_body(r, clean_url(cur), max_bytes), kind, cs)
+            body = _read_body(r, clean_url(cur), max_bytes)
+            if conn.qmd_dog.fired: raise TimeoutError # a body without a length, cut short by the deadline: not the page
+            return Fetched(shown, clean_url(cur), body, kind, cs)
         except (OSError, http.client.HTTPException, ValueError) as e:
             if conn.qmd_dog.fired or time.monotonic() >= deadline: raise FetchError(f"{shown} timed out (limit {timeout:g} s)") from None
             raise FetchError(f"Cannot fetch {clean_url(cur)}: {type(e).__name__}: {e}") from None

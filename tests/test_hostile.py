@@ -16,6 +16,16 @@ class _Web(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == '/page.html': body = b'<title>Secret page</title><p>intranet-only wombat figures</p>'
         elif self.path == '/slow.html': time.sleep(4); body = b'<p>late</p>'
+        elif self.path == '/drip-forever': # headers a byte every 0.5 s, for as long as the client listens
+            try:
+                for k in range(10**6):
+                    for ch in (b'HTTP/1.1 200 OK\r\n' if k == 0 else b'') + b'X-Pad: aaaa\r\n': self.wfile.write(bytes([ch])); self.wfile.flush(); time.sleep(0.5)
+            except OSError: return
+        elif self.path == '/drip-body': # whole headers, then a body without a length, a byte every 0.5 s
+            try:
+                self.wfile.write(b'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n<p>')
+                for _ in range(10**6): self.wfile.write(b'x'); self.wfile.flush(); time.sleep(0.5)
+            except OSError: return
         elif self.path == '/drip':
             try:
                 for ch in b'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n':
@@ -78,6 +88,8 @@ def test_owner_allows_private_urls_and_credentials_are_not_kept(qmd, notes, web)
     qmd('collection', 'add', notes, '--name', 'notes')
     s = Server(qmd, '--allow-private-urls')
     try:
+        drip = s.post('/ingest', {'source': f'http://127.0.0.1:{web}/drip-forever', 'library': 'web', 'background': True}).json()['id']
+        t0 = time.monotonic() # a server dripping its headers forever: the fetch ends at its 30 s deadline (checked below)
         r = s.post('/ingest', {'source': f'http://ana:s3cret@127.0.0.1:{web}/page.html', 'library': 'web'}).json()
         assert r['status'] == 'indexed' and r['source'] == f'http://127.0.0.1:{web}/page.html', r
         assert 'wombat' in s.post('/get', {'file': r['file']}).json()['document']['text']
@@ -86,6 +98,9 @@ def test_owner_allows_private_urls_and_credentials_are_not_kept(qmd, notes, web)
         t = time.monotonic(); assert s.post('/update').status_code == 200
         assert time.monotonic() - t < 3, time.monotonic() - t # ...outside the write queue: an update does not wait for it
         slow.join(30)
+        while (j := s.get(f'/jobs/{drip}').json())['state'] == 'processing' and time.monotonic() - t0 < 60: time.sleep(0.5)
+        took = time.monotonic() - t0
+        assert j['state'] == 'failed' and 'timed out (limit 30 s)' in j['error'] and 29 < took < 40, (j, took) # was 100 s and more
     finally: assert s.stop()[0] == 0
     db = sqlite3.connect(qmd.home/'cache'/'index'/'catalog.sqlite')
     dump = '\n'.join(db.iterdump())
@@ -93,9 +108,10 @@ def test_owner_allows_private_urls_and_credentials_are_not_kept(qmd, notes, web)
 
 def test_fetch_deadline_covers_dripped_headers(web):
     from qmd_nb.ingest import fetch_url, FetchError
-    t = time.monotonic()
-    with pytest.raises(FetchError, match='timed out'): fetch_url(f'http://127.0.0.1:{web}/drip', timeout=2, allow_private=True)
-    assert time.monotonic() - t < 3.5 # one deadline for the whole fetch, headers included (was 100 s)
+    for path in ('/drip', '/drip-forever', '/drip-body'): # cut in the status line, in the headers, in a body of no stated length
+        t = time.monotonic()
+        with pytest.raises(FetchError, match='timed out'): fetch_url(f'http://127.0.0.1:{web}{path}', timeout=2, allow_private=True)
+        assert time.monotonic() - t < 3.5, path # one deadline for the whole fetch, headers included (was 100 s)
 
 # 2. Runaway globs, deadlines, SIGTERM ---------------------------------------------------------------------------------
 def test_hostile_globs_answer_at_once(hostile):
