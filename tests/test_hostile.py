@@ -473,6 +473,26 @@ def test_impossible_names_get_400(hostile):
     r = asyncio.run(_mcp_http(hostile, get))
     assert r.is_error and 'NUL' in r.content[0].text
 
+def test_profiles_refuse_huge_arguments_briefly(hostile):
+    "Every tool profile over stdio: a 1 MB query or a 100,000-character path or URL gets an error at once, without the value echoed back."
+    big, long = 'x ' * 500_000, 'x' * 100_000
+    calls = {'qmd': [('query', {'query': 'rsync', 'intent': big}), ('get', {'file': long})],
+             'vectordb': [('search', {'query': big}), ('ingest_file', {'path': long}), ('ingest_url', {'url': 'http://' + long}), ('get_document', {'doc_id': long})],
+             'mdq': [('search', {'query': big}), ('read_page', {'path': long})], 'ldims': [('searchDocuments', {'query': big})],
+             'recall': [('query_experiences', {'keywords': big})]}
+    from mcp.shared.exceptions import MCPError
+    for profile, tools in calls.items():
+        async def run(c):
+            out = []
+            for name, args in tools:
+                t = time.monotonic()
+                try: r = await c.call_tool(name, args); text, bad = r.content[0].text, r.is_error or '"error"' in r.content[0].text
+                except MCPError as e: text, bad = str(e), True
+                out.append((name, bad, len(text), time.monotonic() - t, text[:200]))
+            return out
+        for name, bad, n, took, text in _stdio(hostile.qmd, ['--tools', profile], run):
+            assert bad and n < 2000 and took < 5, (profile, name, n, took, text)
+
 def test_unicode_names_are_found_in_either_form(hostile):
     nfd = unicodedata.normalize('NFD', 'cooking/café.md')
     assert nfd != 'cooking/café.md'
