@@ -149,7 +149,10 @@ async def _both(engine, server, tools=('qmd',)):
     import anyio
     from qmd_nb.stdio import serve_stdio_async
     async with anyio.create_task_group() as tg:
-        async def http(): await server.serve(); tg.cancel_scope.cancel()
+        async def http():
+            try: await server.serve()
+            except SystemExit: pass # uvicorn raises the stop signal again as it leaves; our handler makes it SystemExit
+            tg.cancel_scope.cancel()
         tg.start_soon(http)
         await serve_stdio_async(engine, tools) # returns at end of input
         server.should_exit = True

@@ -158,6 +158,24 @@ def test_request_deadline_and_sigterm_within_5s(qmd, tmp_path):
     assert db.execute('PRAGMA integrity_check').fetchone()[0] == 'ok'
     assert db.execute("SELECT COUNT(*) FROM documents WHERE collection='big'").fetchone()[0] in (0, 6000) # all or nothing
 
+def test_sigterm_stops_both_doors_cleanly(qmd, notes):
+    "`serve --transport both` (stdio and HTTP in one process), stopped while clients search: gone within 5 s, status 0, no traceback."
+    qmd('collection', 'add', notes, '--name', 'notes')
+    s = Server(qmd, transport='both', stdin=subprocess.PIPE)
+    stop, codes = threading.Event(), []
+    def ask():
+        with httpx.Client(base_url=s.url, timeout=30, headers={'Authorization': f'Bearer {s.token}'}) as c:
+            while not stop.is_set():
+                try: codes.append(c.post('/search', json={'query': 'rsync'}).status_code)
+                except httpx.TransportError: return
+    readers = [threading.Thread(target=ask, daemon=True) for _ in range(4)]
+    for th in readers: th.start()
+    time.sleep(1.0)
+    t = time.monotonic(); code, out, err = s.stop(); took = time.monotonic() - t
+    stop.set()
+    for th in readers: th.join(10)
+    assert code == 0 and took < 5 and 'Traceback' not in err and 500 not in codes, (code, took, set(codes), err[-2000:])
+
 # 3. The locale ----------------------------------------------------------------------------------------------------------
 def test_reads_work_in_an_ascii_locale(qmd, notes):
     "What the model's load does to the process for half a second: LC_CTYPE=C (ASCII). Every read names its encoding."
