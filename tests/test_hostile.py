@@ -383,7 +383,7 @@ def test_full_disk_reads_answer_and_stopped_writes_say_so(tmp_path, mounts):
     q('collection', 'add', write_tree(tmp_path/'notes', NOTES), '--name', 'notes'); q('embed'); q('mcp-config')
     big = write_tree(tmp_path/'big', {f'd{i // 500}/b{i}.md': f'# B{i}\n\nplain ' + ' '.join(f'w{(i * 7 + k) % 9973}' for k in range(60)) for i in range(1500)})
     q('collection', 'add', big, '--name', 'big')
-    mid = write_tree(tmp_path/'mid', {f'm{i}.md': f'# M{i}\n\nmiddle ' + ' '.join(f'w{(i * 7 + k) % 9973}' for k in range(20)) for i in range(300)})
+    mid = write_tree(tmp_path/'mid', {f'm{i}.md': f'# M{i}\n\nmiddle ' + ' '.join(f'w{(i * 7 + k) % 9973}' for k in range(20)) for i in range(120)})
     q('collection', 'add', mid, '--name', 'mid')
     filler = _fill(mnt) # not a byte left
     for args in (['status'], ['search', 'rsync'], ['get', 'backup.md'], ['multi-get', 'notes/journals/*.md'], ['vsearch', 'keeping files safe'],
@@ -418,7 +418,7 @@ def test_full_disk_reads_answer_and_stopped_writes_say_so(tmp_path, mounts):
     assert db.execute("SELECT COUNT(*) FROM documents d JOIN content c ON c.hash = d.hash WHERE d.collection='big' AND c.body LIKE '%changed%'").fetchone()[0] == 1500
     db.close()
     # embedding that fills the disk: it says so (what was embedded is kept), and the next run finishes once there is room
-    filler = _fill(mnt, leave=100_000)
+    filler = _fill(mnt, leave=50_000)
     out = q('embed', '-c', 'mid', ok=False)
     assert out.returncode == 1 and 'embedding stopped (what was embedded before is kept' in out.stderr and 'Traceback' not in out.stderr, out.stderr[-1500:]
     filler.unlink()
