@@ -12,10 +12,10 @@ server on the same index started with --no-auth (goal: at most 0.5 ms more at p5
 (no embedding, no warm-up wait).
 
 Two timed cases (issue 14): `load`, --load-clients (32) clients sending mixed search/get requests for --seconds (60), with
-the server's memory at the start and the end; `mixed`, the same clients searching while another process adds and removes a
+the server's memory at the start, every sixth of the run, and the end (warm-up, or growth?); `mixed`, the same clients searching while another process adds and removes a
 collection (tldr's linux pages) again and again: errors, p50, p99, requests/s and the writer's cycles.
 """
-import argparse, asyncio, json, os, random, socket, statistics, subprocess, sys, time
+import argparse, asyncio, contextlib, json, os, random, socket, statistics, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import httpx
@@ -159,15 +159,29 @@ def rss_mib(pid):
     for line in Path(f'/proc/{pid}/status').read_text(encoding='utf-8').splitlines():
         if line.startswith('VmRSS'): return int(line.split()[1]) / 1024
 
+@contextlib.contextmanager
+def sampled(pid, every:float):
+    "The server's memory (MiB) every `every` seconds while the block runs: whether it levels off or keeps growing."
+    import threading
+    seen, stop = [], threading.Event()
+    def watch():
+        while not stop.wait(every): seen.append(rss_mib(pid))
+    th = threading.Thread(target=watch, daemon=True); th.start()
+    try: yield seen
+    finally: stop.set(); th.join()
+
 def report(name, load):
     print(f"{name}: {load['requests']} requests, {load['errors']} errors, p50 {load['p50_ms']:.1f} ms, p99 {load['p99_ms']:.1f} ms, "
           f"max {load['max_ms']:.0f} ms, {load['rps']:.0f} requests/s" + ''.join(f"\n  error: {s}" for s in load['samples']), flush=True)
 
 def timed_cases(p, url, hdr, env, qs, files, a):
     if a.case in ('all', 'load'):
-        rss0 = rss_mib(p.pid); load = timed_load(url, hdr, qs, files, a.seconds, a.load_clients); rss1 = rss_mib(p.pid)
+        rss0 = rss_mib(p.pid)
+        with sampled(p.pid, a.seconds / 6) as seen: load = timed_load(url, hdr, qs, files, a.seconds, a.load_clients)
+        rss1 = rss_mib(p.pid)
         report(f"{a.load_clients} clients for {a.seconds:g} s, mixed search/get", load)
-        print(f"  server memory {rss0:.0f} MiB at the start, {rss1:.0f} MiB at the end ({rss1 - rss0:+.0f} MiB)", flush=True)
+        print(f"  server memory {rss0:.0f} MiB at the start, {rss1:.0f} MiB at the end ({rss1 - rss0:+.0f} MiB); "
+              f"every {a.seconds / 6:g} s: {' '.join(f'{m:.0f}' for m in seen)} MiB", flush=True)
     if a.case in ('all', 'mixed'):
         import threading
         stop, box = threading.Event(), {}
