@@ -301,6 +301,11 @@ def mounts():
 
 def _files(home:Path) -> dict: return {str(p): p.stat().st_mtime_ns for p in home.rglob('*') if p.is_file()}
 
+def _each(q, commands:list) -> list:
+    "Run independent CLI commands three at a time (each its own process): [(args, CompletedProcess)] in their order."
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(3) as ex: return list(zip(commands, ex.map(lambda args: q(*args, ok=False), commands)))
+
 def test_read_only_index_serves_every_read(qmd, notes, tmp_path, mounts):
     from conftest import Qmd
     qmd('collection', 'add', notes, '--name', 'notes'); qmd('embed'); qmd('mcp-config') # (mcp-config makes the server's token)
@@ -308,14 +313,12 @@ def test_read_only_index_serves_every_read(qmd, notes, tmp_path, mounts):
     if not _mount('--bind', '-o', 'ro', qmd.home, ro): pytest.skip('needs root to bind-mount read-only')
     mounts.append(ro)
     r = Qmd(ro)
-    for args in (['status'], ['search', 'rsync'], ['get', 'backup.md'], ['multi-get', 'notes/journals/*.md'], ['vsearch', 'keeping files safe'],
+    for args, out in _each(r, [['status'], ['search', 'rsync'], ['get', 'backup.md'], ['multi-get', 'notes/journals/*.md'], ['vsearch', 'keeping files safe'],
                  ['query', 'rsync copy'], ['collection', 'list'], ['collection', 'show', 'notes'], ['context', 'list'], ['source', 'list'],
-                 ['token', 'list'], ['mcp-config']):
-        out = r(*args, ok=False)
+                 ['token', 'list'], ['mcp-config']]):
         assert out.returncode == 0 and out.stdout and 'Traceback' not in out.stderr, (args, out.stderr[-1500:])
-    for args in (['update'], ['collection', 'add', notes, '--name', 'again'], ['embed', '-f'], ['context', 'add', '/', 'x'],
-                 ['ingest', notes/'backup.md'], ['collection', 'remove', 'notes'], ['collection', 'rename', 'notes', 'n2'], ['token', 'revoke', 'default']):
-        out = r(*args, ok=False)
+    for args, out in _each(r, [['update'], ['collection', 'add', notes, '--name', 'again'], ['embed', '-f'], ['context', 'add', '/', 'x'],
+                 ['ingest', notes/'backup.md'], ['collection', 'remove', 'notes'], ['collection', 'rename', 'notes', 'n2'], ['token', 'revoke', 'default']]):
         assert out.returncode == 1 and 'read-only' in out.stderr and 'Traceback' not in out.stderr, (args, out.stderr[-1500:])
     s = Server(r)
     try:
@@ -386,9 +389,8 @@ def test_full_disk_reads_answer_and_stopped_writes_say_so(tmp_path, mounts):
     mid = write_tree(tmp_path/'mid', {f'm{i}.md': f'# M{i}\n\nmiddle ' + ' '.join(f'w{(i * 7 + k) % 9973}' for k in range(20)) for i in range(120)})
     q('collection', 'add', mid, '--name', 'mid')
     filler = _fill(mnt) # not a byte left
-    for args in (['status'], ['search', 'rsync'], ['get', 'backup.md'], ['multi-get', 'notes/journals/*.md'], ['vsearch', 'keeping files safe'],
-                 ['query', 'rsync'], ['collection', 'list']):
-        out = q(*args, ok=False)
+    for args, out in _each(q, [['status'], ['search', 'rsync'], ['get', 'backup.md'], ['multi-get', 'notes/journals/*.md'], ['vsearch', 'keeping files safe'],
+                 ['query', 'rsync'], ['collection', 'list']]):
         assert out.returncode == 0 and out.stdout and 'Traceback' not in out.stderr, (args, out.stderr[-1500:])
     out = q('context', 'add', '/', 'x', ok=False)
     assert out.returncode == 1 and 'is full: nothing was changed' in out.stderr and 'Traceback' not in out.stderr, out.stderr[-1500:]
