@@ -6,14 +6,16 @@ Docs: https://qmd-nb.github.io/qmd-nb/auth.html.md"""
 
 # %% ../nbs/05c_auth.ipynb #10d9779b
 from __future__ import annotations
-import fcntl, hashlib, hmac, json, os, re, secrets, time, datetime as _dt
+import fcntl, hashlib, hmac, json, os, re, secrets, stat, threading, time, datetime as _dt
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from .config import UsageError, NotFound, Forbidden, base_dirs, private_dir, private_file, atomic_write
 
 # %% auto #0
-__all__ = ['SCOPES', 'OPERATIONS', 'WHOLE_INDEX', 'OWNER', 'TOKEN_RE', 'Principal', 'authorize', 'token_hash', 'parse_expiry',
-           'check_scope', 'TokenStore', 'token_dir', 'default_token', 'client_token', 'confine']
+__all__ = ['SCOPES', 'OPERATIONS', 'WHOLE_INDEX', 'OWNER', 'TOKEN_RE', 'NEVER_SERVED', 'Principal', 'authorize', 'token_hash',
+           'parse_expiry', 'check_scope', 'check_private', 'TokenStore', 'token_dir', 'default_token', 'client_token',
+           'confine', 'read_checked', 'read_confined']
 
 # %% ../nbs/05c_auth.ipynb #b32cb6e8
 SCOPES = ('read', 'write', 'admin') # each includes the ones before it
@@ -80,8 +82,24 @@ def check_scope(scope:str) -> str:
 
 # %% ../nbs/05c_auth.ipynb #e127b4c6
 def _sig(p:Path):
-    try: st = p.stat(); return st.st_mtime_ns, st.st_size, st.st_ino
+    try: st = p.stat(); return st.st_mtime_ns, st.st_size, st.st_ino, st.st_uid
     except FileNotFoundError: return None
+
+def check_private(folder:Path # the folder of the token files
+                 ) -> Path:
+    "`folder` if no other user can change what it holds (it is ours; every folder above is ours or root's, and writable by others only if sticky, as /tmp); else `Forbidden`."
+    me, p = os.geteuid(), Path(os.path.realpath(folder))
+    for q in [p, *p.parents]:
+        try: st = q.stat()
+        except FileNotFoundError: continue # made later, by us, 0700
+        if st.st_uid != me and (q == p or st.st_uid != 0):
+            raise Forbidden(f"{q} belongs to another user (uid {st.st_uid}): qmd-nb keeps tokens only in folders that other users cannot change (set QMD_NB_HOME)")
+        loose = st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid != os.getegid())
+        if loose and q != p and not st.st_mode & stat.S_ISVTX:
+            raise Forbidden(f"{q} is writable by other users, who could replace qmd-nb's tokens below it: 'chmod go-w {q}', or set QMD_NB_HOME")
+    f = p/'tokens.json'
+    if f.exists() and f.stat().st_uid != me: raise Forbidden(f"{f} belongs to another user (uid {f.stat().st_uid}): remove it")
+    return p
 
 def _iso(t) -> str|None: return None if t is None else _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec='seconds').replace('+00:00', 'Z')
 
@@ -91,12 +109,14 @@ class TokenStore:
                 ):
         self.folder, self.path = Path(folder), Path(folder)/'tokens.json'
         self._seen, self._data, self._principals, self._by_id = object(), {}, {}, {}
+        self._lock, self._depth = threading.RLock(), 0
+        check_private(self.folder)
 
     def data(self) -> dict:
         "The file's content, read again when it changed on disk."
         sig = _sig(self.path)
         if sig != self._seen:
-            try: d = json.loads(self.path.read_text(encoding='utf-8')) if sig else {}
+            try: d = json.loads(self.path.read_text(encoding='utf-8')) if sig and sig[3] == os.geteuid() else {} # another user's file is no token file
             except (OSError, ValueError): d = {} # unreadable: no token is valid (fail closed)
             self._data, self._seen, self._principals = d if isinstance(d, dict) else {}, sig, {}
             self._by_id = {t.get('id'): t for t in self._data.get('tokens', []) if isinstance(t, dict)}
@@ -106,16 +126,30 @@ class TokenStore:
         "The token or grant with this id, as the file holds it now."
         self.data(); return self._by_id.get(tid)
 
+    @contextmanager
+    def locked(self):
+        "Hold the lock of the token files, shared with other processes (re-entrant in this one)."
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try: yield
+                finally: self._depth -= 1
+                return
+            private_dir(check_private(self.folder))
+            with open(private_file(self.folder/'tokens.lock'), 'ab') as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                self._depth = 1
+                try: yield
+                finally: self._depth = 0
+
     def update(self, fn):
-        "Apply `fn` to the file's content under a lock shared with other processes, write it back; `fn`'s result."
-        private_dir(self.folder)
-        with open(private_file(self.folder/'tokens.lock'), 'ab') as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        "Apply `fn` to the file's content under the lock, write it back; `fn`'s result."
+        with self.locked():
             try: d = json.loads(self.path.read_text(encoding='utf-8')) if self.path.exists() else {}
             except ValueError: raise UsageError(f"{self.path} is not valid JSON: fix or delete it") from None
             r = fn(d)
             atomic_write(self.path, json.dumps(d, indent=1) + '\n') # 0600: mkstemp
-        self._seen = object()
+            self._seen = object()
         return r
 
     def records(self) -> list[dict]:
@@ -177,33 +211,87 @@ def token_dir(env:dict|None=None) -> Path:
     "The folder of the token files: qmd-nb's config folder."
     return base_dirs(env)[1]
 
-def default_token(store:TokenStore) -> str:
-    "The secret of the `default` admin token, created (with its file) if missing or no longer valid."
-    f = store.folder/'token'
-    if f.exists() and store.verify(s := f.read_text(encoding='utf-8').strip()) is not None: return s
-    if any(t['name'] == 'default' for t in store.records()): store.revoke('default')
-    secret, _ = store.create('admin', name='default')
-    private_dir(store.folder); atomic_write(f, secret + '\n')
-    return secret
-
-def client_token(env:dict|None=None) -> str|None:
-    "The token a client of this user sends: `QMD_NB_TOKEN`, else the default token's file (None when neither)."
-    env = os.environ if env is None else env
-    if env.get('QMD_NB_TOKEN'): return env['QMD_NB_TOKEN'].strip()
-    f = token_dir(env)/'token'
+def _read_secret(f:Path) -> str|None:
     try: return f.read_text(encoding='utf-8').strip() or None
     except OSError: return None
 
+def default_token(store:TokenStore) -> str:
+    "The secret of the `default` admin token, created (with its file) if missing or no longer valid."
+    f = store.folder/'token'
+    if (s := _read_secret(f)) and store.verify(s) is not None: return s
+    with store.locked(): # two starting servers (or a server and mcp-config) make one token, not two that revoke each other
+        store._seen = object()
+        if (s := _read_secret(f)) and store.verify(s) is not None: return s
+        if any(t['name'] == 'default' for t in store.records()): store.revoke('default')
+        secret, _ = store.create('admin', name='default')
+        atomic_write(f, secret + '\n')
+    return secret
+
+def client_token(env:dict|None=None,
+                 url:str|None=None # the server it is for: the default token goes only to this machine's loopback
+                ) -> str|None:
+    "The token a client of this user sends: `QMD_NB_TOKEN`, else the default token's file (None when neither)."
+    env = os.environ if env is None else env
+    if env.get('QMD_NB_TOKEN'): return env['QMD_NB_TOKEN'].strip()
+    if url is not None and not _loopback(url): return None # another machine's server has tokens of its own
+    return _read_secret(token_dir(env)/'token')
+
+def _loopback(url:str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
+    host = urlsplit(url).hostname or ''
+    try: return host == 'localhost' or ipaddress.ip_address(host).is_loopback
+    except ValueError: return False
+
+
 # %% ../nbs/05c_auth.ipynb #765acae2
+NEVER_SERVED = ('/proc', '/sys', '/dev') # pseudo-files (a process's environment, its open files), never documents
+
+def _under(real:str, root:str) -> bool: return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+def _intact(roots) -> list[str]:
+    "The roots that are still the folders they were: a root that resolves elsewhere now (it, or a folder above it, became a link) is none."
+    out = []
+    for r in roots:
+        r = os.path.normpath(os.path.abspath(os.path.expanduser(str(r))))
+        if os.path.realpath(r) == r: out.append(r)
+    return out
+
 def confine(path:str, # a path a client sent
-            roots:list # folders the server may read (resolved or not)
+            roots:list, # folders the server may read, as resolved when they were allowed (a collection's folder, --allow-path)
+            deny:list=() # folders never served, even inside `roots` (qmd-nb's own: tokens, catalog, copies)
            ) -> str:
-    "The resolved absolute `path` if it lies under one of `roots`, else `Forbidden`."
+    "The resolved absolute `path` if it lies under one of `roots` and none of `deny` (nor /proc, /sys, /dev), else `Forbidden`."
     if not isinstance(path, str) or not path.strip(): raise UsageError("path must be a non-empty string")
     if not os.path.isabs(os.path.expanduser(path.strip())): raise Forbidden(f"Path not allowed: {path} (give an absolute path)")
-    real = os.path.realpath(os.path.expanduser(path.strip()))
-    for r in roots:
-        root = os.path.realpath(r)
-        if real == root or real.startswith(root.rstrip(os.sep) + os.sep): return real
+    try: real = os.path.realpath(os.path.expanduser(path.strip()))
+    except OSError as e: raise Forbidden(f"Path not allowed: {path} changed while it was checked ({e.strerror})") from None # a link swapped mid-resolution
+    if any(_under(real, os.path.realpath(d)) or _under(os.path.realpath(d), real) for d in deny) or any(_under(real, d) for d in NEVER_SERVED):
+        raise Forbidden(f"Path not allowed: {path} holds qmd-nb's own files (tokens, index) or system pseudo-files, which are never served")
+    if any(_under(real, root) for root in _intact(roots)): return real
     raise Forbidden(f"Path not allowed: {path} is outside the folders this server may read "
                     "(the owner can allow it with 'qmd-nb serve --allow-path DIR')")
+
+
+# %% ../nbs/05c_auth.ipynb #4aed7534
+def read_checked(real:str, # a path `confine` returned
+                 roots:list, deny:list=(), # as for `confine`
+                 max_bytes:int=200 * 2**20 # a larger file is refused
+                ) -> tuple[str, bytes]:
+    "(the path of the file actually opened, its bytes): `real` opened without following a link at its end, and what was opened checked again."
+    try: fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, 'O_CLOEXEC', 0)) # a link swapped in at the end: ELOOP
+    except FileNotFoundError: raise NotFound(f"File not found: {real}") from None
+    except OSError as e: raise Forbidden(f"Path not allowed: {real} changed while it was read ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode): raise UsageError(f"Not a file: {real}")
+        opened = os.readlink(f'/proc/self/fd/{fd}') if os.path.exists(f'/proc/self/fd/{fd}') else real
+        if opened.endswith(' (deleted)'): raise Forbidden(f"Path not allowed: {real} changed while it was read (replaced)")
+        if opened != real: confine(opened, roots, deny) # a folder on the way was swapped for a link: what was opened must pass too
+        if st.st_size > max_bytes: raise UsageError(f"{real} is too large ({st.st_size} bytes; the limit is {max_bytes})")
+        with os.fdopen(os.dup(fd), 'rb') as f: return opened, f.read(max_bytes + 1)
+    finally: os.close(fd)
+
+def read_confined(path:str, roots:list, deny:list=(), max_bytes:int=200 * 2**20) -> tuple[str, bytes]:
+    "`confine`, then `read_checked`: a file a client named, read only if it is (still) where the owner allowed."
+    return read_checked(confine(path, roots, deny), roots, deny, max_bytes)

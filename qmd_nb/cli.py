@@ -9,20 +9,45 @@ from __future__ import annotations
 import argparse, json, os, sys
 
 # %% auto #0
-__all__ = ['SORTS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_search', 'cmd_get', 'cmd_multi_get', 'cmd_status',
-           'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve', 'cmd_mcp_config', 'cmd_ingest',
-           'cmd_source', 'build_parser', 'cmd_token', 'main']
+__all__ = ['RESULT_FORMATS', 'SORTS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_search', 'cmd_get', 'cmd_multi_get',
+           'cmd_status', 'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve', 'cmd_mcp_config',
+           'cmd_ingest', 'cmd_source', 'build_parser', 'cmd_token', 'main']
 
 # %% ../nbs/90_cli.ipynb #c08af8be
 def _store(a):
     from qmd_nb.store import Store
     return Store(a.index, a.env)
 
+def _fmt(a) -> str: return getattr(a, 'format', None) or 'cli'
+
+def _json(obj):
+    "Print data as JSON (`--format json`), dataclasses as objects."
+    from dataclasses import asdict, is_dataclass
+    print(json.dumps(obj, indent=2, ensure_ascii=False, default=lambda o: asdict(o) if is_dataclass(o) else str(o)))
+
+def _hint(st) -> bool:
+    "Say on stderr what to run when the index has no collections yet; whether it has none."
+    from qmd_nb.docs import empty_hint
+    if h := empty_hint(st): print(h, file=sys.stderr)
+    return bool(h)
+
+def _left_out(s) -> str:
+    "What discovery saw but did not take, for the summary line ('' when nothing)."
+    kinds = sorted(((n, k) for k, n in s.left_out.items() if k != 'hidden'), reverse=True)
+    shown = ', '.join(f'{n} {k}' for n, k in kinds[:3]) + (', ...' if len(kinds) > 3 else '')
+    return (f", {s.unmatched} not matched by the mask ({shown})" if s.unmatched else '') + \
+           (f", {s.left_out['hidden']} hidden (dot-files)" if s.left_out.get('hidden') else '')
+
 def _stats_line(s) -> str:
     return (f"{s.collection}: {s.indexed} indexed, {s.updated} updated, {s.unchanged} unchanged, "
-            f"{s.removed} removed, {s.skipped} skipped")
+            f"{s.removed} removed, {s.skipped} skipped" + _left_out(s))
 
-def _print_stats(stats):
+def _stats_data(s) -> dict:
+    from dataclasses import asdict
+    return {**asdict(s), 'unmatched': s.unmatched}
+
+def _print_stats(stats, fmt:str='cli'):
+    if fmt == 'json': return _json([_stats_data(s) for s in stats])
     for s in stats:
         if s.error: print(f"{s.collection}: not updated: {s.error}", file=sys.stderr); continue
         print(_stats_line(s))
@@ -32,22 +57,26 @@ def _print_stats(stats):
 def cmd_collection(a):
     "collection add|list|show|remove|rename"
     from qmd_nb import index, docs
-    st = _store(a)
+    from qmd_nb.format import plural
+    st, fmt = _store(a), _fmt(a)
     if a.action == 'add':
-        s = index.add_collection(st, a.path, a.name, a.mask)
+        s = index.add_collection(st, a.path, a.name, a.mask, force=a.force)
         c = st.config.collections[s.collection]
+        if fmt == 'json': return _json(dict(name=c.name, path=c.path, mask=c.mask, stats=_stats_data(s)))
         print(f"Added collection '{c.name}' ({c.path}, {c.mask})"); _print_stats([s])
     elif a.action == 'list':
         cs = docs.collection_status(st)
-        if not cs: print("No collections yet. Add one: qmd-nb collection add PATH --name NAME")
+        if fmt == 'json': return _json(cs)
+        if not cs: print(docs.empty_hint(st))
         for c in cs: print(f"{c.name}\t{c.documents} docs\t{c.path}\t{c.pattern}\tupdated {c.last_updated or 'never'}")
     elif a.action == 'show':
         c = next((c for c in docs.collection_status(st) if c.name == a.name), None)
         if c is None: from qmd_nb.store import get_collection; get_collection(st, a.name)
-        print(f"Name: {c.name}\nPath: {c.path}\nPattern: {c.pattern}\nDocuments: {c.documents}\nLast updated: {c.last_updated or 'never'}")
         ctx = {k: v for k, v in st.config.contexts.items() if k == f'qmd://{c.name}' or k.startswith(f'qmd://{c.name}/')}
+        if fmt == 'json': from dataclasses import asdict; return _json({**asdict(c), 'contexts': ctx})
+        print(f"Name: {c.name}\nPath: {c.path}\nPattern: {c.pattern}\nDocuments: {c.documents}\nLast updated: {c.last_updated or 'never'}")
         for k, v in ctx.items(): print(f"Context {k}: {v}")
-    elif a.action == 'remove': print(f"Removed collection '{a.name}' ({index.remove_collection(st, a.name)} documents)")
+    elif a.action == 'remove': print(f"Removed collection '{a.name}' ({plural(index.remove_collection(st, a.name), 'document')})")
     elif a.action == 'rename': index.rename_collection(st, a.name, a.new_name); print(f"Renamed '{a.name}' to '{a.new_name}'")
 
 def cmd_context(a):
@@ -56,6 +85,7 @@ def cmd_context(a):
     st = _store(a)
     if a.action == 'add': print(f"Added context for {index.add_context(st, a.path, a.text)}")
     elif a.action == 'rm': print(f"Removed context for {index.remove_context(st, a.path)}")
+    elif _fmt(a) == 'json': _json([dict(path=k, text=v) for k, v in st.config.contexts.items()])
     else:
         if not st.config.contexts: print("No contexts yet. Add one: qmd-nb context add PATH \"description\"")
         for k, v in st.config.contexts.items(): print(f"{k}\t{v}")
@@ -65,22 +95,26 @@ def cmd_update(a):
     "update / index"
     from qmd_nb import index
     st = _store(a)
-    if not st.config.collections: print("No collections yet. Add one: qmd-nb collection add PATH --name NAME"); return 0
+    if not st.config.collections: _hint(st); return 0
     if a.pull:
         for name, err in index.pull_collections(st, a.collection).items(): print(f"git pull failed in {name}: {err}", file=sys.stderr)
-    _print_stats(index.update(st, a.collection or None))
+    _print_stats(index.update(st, a.collection or None), _fmt(a))
 
 # %% ../nbs/90_cli.ipynb #2b98dcaa
 def cmd_search(a):
     "search"
     from qmd_nb.search import search
-    from qmd_nb.format import format_results
     st = None if a.mode == 'server' else _store(a)
+    if st is not None: _hint(st)
     res = _remote(a, 'search') if st is None else search(st, a.query, a.n, a.collection, a.min_score, filter=_filter(a))
     if st is not None and getattr(st.cache.get('keyword'), 'stale', False):
         print("Note: the keyword index is behind the catalog (an update is running, or was interrupted: run 'qmd-nb update'); "
               "these results come from its last build", file=sys.stderr)
-    out = format_results(res, a.query, a.format)
+    _print_results(res, a)
+
+def _print_results(res, a):
+    from qmd_nb.format import format_results, explain_text
+    out = explain_text(res) if getattr(a, 'explain', False) and a.format == 'cli' and res else format_results(res, a.query, a.format)
     if out: print(out)
 
 def _remote(a, endpoint, **extra):
@@ -88,20 +122,24 @@ def _remote(a, endpoint, **extra):
     from qmd_nb.serve import remote_search, server_url
     from qmd_nb.auth import client_token
     body = dict(query=a.query, limit=a.n, min_score=a.min_score, collection=a.collection, filter=_filter(a), **extra)
-    return remote_search(a.server or server_url(a.env), endpoint, body, client_token(a.env))
+    url = a.server or server_url(a.env)
+    return remote_search(url, endpoint, body, client_token(a.env, url)) # the default token stays on this machine
 
 def cmd_get(a):
-    "get"
+    "get: on stdout the lines asked for, as stored (`get FILE > copy` copies a whole file); the context and what was left out on stderr"
     from qmd_nb.docs import get
-    from qmd_nb.format import doc_text
     d = get(_store(a), a.file, a.from_line, a.max_lines, a.line_numbers)
-    print(doc_text(d))
+    if _fmt(a) == 'json': return _json(d)
+    if d.context: print(f"Context: {d.context}".replace('\n\n', ' / '), file=sys.stderr)
+    whole = d.from_line == 1 and not d.truncated and not a.line_numbers
+    sys.stdout.write(d.text if whole or d.text.endswith('\n') else d.text + '\n') # a whole file ends as the file does: an exact copy
+    if d.truncated: print(f"[... truncated {d.truncated} more lines: --from {d.from_line + a.max_lines} reads on]", file=sys.stderr)
 
 def cmd_multi_get(a):
     "multi-get"
     from qmd_nb.docs import multi_get
     from qmd_nb.format import format_multi
-    print(format_multi(multi_get(_store(a), a.pattern, a.max_lines, a.max_bytes, a.line_numbers), a.format))
+    print(format_multi(multi_get(_store(a), a.pattern, a.max_lines, a.max_bytes, a.line_numbers), _fmt(a)))
 
 def cmd_status(a):
     "status"
@@ -112,9 +150,7 @@ def cmd_status(a):
     try: fp = _embedder(st, a).fingerprint
     except UsageError as e: fp = None; print(f"Warning: {e}", file=sys.stderr)
     s = status(st, fp)
-    if a.json:
-        from dataclasses import asdict
-        print(json.dumps(asdict(s), indent=2, ensure_ascii=False))
+    if _fmt(a) == 'json': _json(s)
     else: print(status_cli(s))
 
 def cmd_eval(a):
@@ -124,7 +160,7 @@ def cmd_eval(a):
     p = QueryParams().updated(**dict(a.set or []))
     if a.no_rerank: p = p.updated(rerank='none')
     r = evaluate(a.dir, a.mode, a.env, p)
-    print(json.dumps(r.to_json()) if a.json else r)
+    print(json.dumps(r.to_json()) if _fmt(a) == 'json' else r)
 
 # %% ../nbs/90_cli.ipynb #45d6f70c
 def _embedder(st, a):
@@ -135,33 +171,34 @@ def cmd_embed(a):
     "embed"
     from qmd_nb.vectors import embed
     st = _store(a)
+    if _hint(st): return 0
     s = embed(st, _embedder(st, a), force=a.force, collections=a.collection)
-    print(f"Embedded {s.documents} documents ({s.chunks} chunks) in {s.seconds:.1f} s ({s.rate:.1f} chunks/s)"
+    if _fmt(a) == 'json': return _json({**s.__dict__, 'rate': round(s.rate, 1)})
+    pace = f"{s.rate:.1f} chunks/s" if s.startup < 1 else f"{s.startup:.1f} s of it loading the model" if s.first_chunks >= s.chunks else \
+           f"{s.rate:.1f} chunks/s after {s.startup:.1f} s loading the model" # the model's start-up (its preparation, on first use) is not the pace
+    print(f"Embedded {s.documents} documents ({s.chunks} chunks) in {s.seconds:.1f} s ({pace})"
           + (f"; dropped the vectors of {s.removed} documents no longer indexed" if s.removed else ''))
 
 def cmd_vsearch(a):
     "vsearch"
     from qmd_nb.vectors import vsearch
-    from qmd_nb.format import format_results
     if a.mode == 'server': res = _remote(a, 'vsearch')
-    else: st = _store(a); res = vsearch(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, filter=_filter(a))
-    out = format_results(res, a.query, a.format)
-    if out: print(out)
+    else:
+        st = _store(a)
+        res = [] if _hint(st) else vsearch(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, filter=_filter(a))
+    _print_results(res, a)
 
 def cmd_query(a):
     "query"
     from qmd_nb.hybrid import query, QueryParams
-    from qmd_nb.format import format_results, explain_text
     if a.mode == 'server':
         if a.set: from qmd_nb.config import UsageError; raise UsageError("--set works in local mode only (the server uses its own settings)")
         res = _remote(a, 'query', rerank=not a.no_rerank, explain=a.explain)
     else:
         st = _store(a)
         p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
-        res = query(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, p, rerank=False if a.no_rerank else None, explain=a.explain, filter=_filter(a))
-    out = format_results(res, a.query, a.format)
-    if a.explain and a.format == 'cli' and res: out = explain_text(res)
-    if out: print(out)
+        res = [] if _hint(st) else query(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, p, rerank=False if a.no_rerank else None, explain=a.explain, filter=_filter(a))
+    _print_results(res, a)
 
 # %% ../nbs/90_cli.ipynb #547c12f6
 def _positive_int(s):
@@ -179,19 +216,30 @@ def _score(s):
 def _sub(sp, name, func, help, **kw):
     p = sp.add_parser(name, help=help, description=help, **kw); p.set_defaults(func=func); return p
 
+RESULT_FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files') # as qmd_nb.format.FORMATS (not imported: parsing stays light)
+
+def _format_args(p, choices:tuple=('cli', 'json')):
+    "`--format` and its alias `--json`: every command that prints results or data takes both."
+    p.add_argument('--format', choices=choices, default='cli', help=f"output: {', '.join(choices)} (default: cli)")
+    p.add_argument('--json', dest='format', action='store_const', const='json', help='the same as --format json')
+    return p
+
 def _collection_parsers(sp):
     c = _sub(sp, 'collection', cmd_collection, 'Manage collections (folders that are indexed)')
     cs = c.add_subparsers(dest='action', required=True, metavar='ACTION')
-    p = cs.add_parser('add', help='Add a folder and index it'); p.add_argument('path')
+    from qmd_nb.config import DEFAULT_MASK
+    p = _format_args(cs.add_parser('add', help='Add a folder and index it')); p.add_argument('path')
     p.add_argument('--name', help="collection name (default: the folder's name)")
-    p.add_argument('--mask', default='**/*.md', help="glob(s), comma-separated (default: **/*.md)")
-    cs.add_parser('list', help='List collections')
-    for n, h in (('show', 'Show one collection'), ('remove', 'Remove a collection (files stay)')): cs.add_parser(n, help=h).add_argument('name')
+    p.add_argument('--mask', default=DEFAULT_MASK, help=f"glob(s), comma-separated (default: {DEFAULT_MASK}, every kind qmd-nb reads)")
+    p.add_argument('--force', action='store_true', help='add the folder even when another collection already covers it')
+    _format_args(cs.add_parser('list', help='List collections'))
+    _format_args(cs.add_parser('show', help='Show one collection')).add_argument('name')
+    cs.add_parser('remove', help='Remove a collection (files stay)').add_argument('name')
     p = cs.add_parser('rename', help='Rename a collection'); p.add_argument('name'); p.add_argument('new_name')
     c = _sub(sp, 'context', cmd_context, 'Describe parts of the index for agents')
     cs = c.add_subparsers(dest='action', required=True, metavar='ACTION')
     p = cs.add_parser('add', help="PATH is '/', qmd://collection[/folder] or a folder on disk"); p.add_argument('path'); p.add_argument('text')
-    cs.add_parser('list', help='List contexts')
+    _format_args(cs.add_parser('list', help='List contexts'))
     cs.add_parser('rm', help='Remove a context').add_argument('path')
 
 # %% ../nbs/90_cli.ipynb #1c7a63e1
@@ -199,28 +247,24 @@ def _search_parsers(sp):
     for name in ('update', 'index'):
         p = _sub(sp, name, cmd_update, 'Re-index collections incrementally' + (' (alias of update)' if name == 'index' else ''))
         p.add_argument('-c', '--collection', action='append', help='only this collection (repeatable)')
-        p.add_argument('--pull', action='store_true', help='git pull collections that are git checkouts first')
+        p.add_argument('--pull', action='store_true', help='git pull collections that are git checkouts first'); _format_args(p)
     p = _sub(sp, 'search', cmd_search, 'Keyword (BM25) search: words, "exact phrases", -exclusions')
     p.add_argument('query'); p.add_argument('-n', type=_positive_int, default=10, help='number of results (default 10)')
     p.add_argument('-c', '--collection', help='only these collections (comma-separated)')
     p.add_argument('--min-score', type=_score, default=0.0, help='drop results below this score, 0..1')
-    p.add_argument('--format', choices=('cli', 'json', 'csv', 'md', 'xml', 'files'), default='cli')
-    _mode_args(p); _filter_args(p)
+    _format_args(p, RESULT_FORMATS); _mode_args(p); _filter_args(p)
     p = _sub(sp, 'get', cmd_get, 'Print a document: path, collection/path, qmd:// URI, absolute path or #docid, optionally :LINE')
     p.add_argument('file'); p.add_argument('--from', dest='from_line', type=_positive_int, help='first line (1-based)')
-    p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true')
+    p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true'); _format_args(p)
     p = _sub(sp, 'multi-get', cmd_multi_get, "Print several documents: a glob over collection/path, or a comma-separated list")
     p.add_argument('pattern'); p.add_argument('--max-bytes', type=_positive_int, default=10240, help='skip larger files (default 10240)')
-    p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true')
-    p.add_argument('--format', choices=('cli', 'json'), default='cli')
-    p = _sub(sp, 'status', cmd_status, 'Show documents, collections, embedding backlog and index size')
-    p.add_argument('--json', action='store_true')
+    p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true'); _format_args(p)
+    _format_args(_sub(sp, 'status', cmd_status, 'Show documents, collections, embedding backlog and index size'))
     p = _sub(sp, 'eval', cmd_eval, 'Evaluate ranking on a BEIR-format folder')
     p.add_argument('dir'); p.add_argument('--mode', choices=('search', 'vsearch', 'query'), default='search')
     p.add_argument('--no-rerank', action='store_true', help='query mode: skip the reranker')
     p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
-    p.add_argument('--json', action='store_true')
-    _vector_parsers(sp)
+    _format_args(p); _vector_parsers(sp)
     _limit_args(_tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)')))
     _serve_parsers(sp)
 
@@ -326,14 +370,13 @@ def _kv(s):
 def _vector_parsers(sp):
     p = _sub(sp, 'embed', cmd_embed, 'Embed pending documents (resumable; Ctrl-C keeps what is done)')
     p.add_argument('-f', '--force', action='store_true', help='drop this model\'s vectors and embed everything again')
-    p.add_argument('-c', '--collection', action='append', help='only this collection (repeatable)')
-    for name, func, h, ms in (('vsearch', cmd_vsearch, 'Semantic (vector) search', 0.3), ('query', cmd_query, 'Hybrid search: keyword + vectors, expansion, fusion, reranking', 0.0)):
+    p.add_argument('-c', '--collection', action='append', help='only this collection (repeatable)'); _format_args(p)
+    for name, func, h, ms in (('vsearch', cmd_vsearch, 'Semantic (vector) search', 0.3), ('query', cmd_query, 'Hybrid search: keyword + vectors, expansion, fusion, reranking', 0.01)):
         p = _sub(sp, name, func, h)
         p.add_argument('query'); p.add_argument('-n', type=_positive_int, default=10, help='number of results (default 10)')
         p.add_argument('-c', '--collection', help='only these collections (comma-separated)')
         p.add_argument('--min-score', type=_score, default=ms, help=f'drop results below this score, 0..1 (default {ms})')
-        p.add_argument('--format', choices=('cli', 'json', 'csv', 'md', 'xml', 'files'), default='cli')
-        _mode_args(p); _filter_args(p)
+        _format_args(p, RESULT_FORMATS); _mode_args(p); _filter_args(p)
         if name == 'query':
             p.add_argument('--explain', action='store_true', help='show how each score was made')
             p.add_argument('--no-rerank', action='store_true', help='skip the reranker')
@@ -344,9 +387,7 @@ def cmd_ingest(a):
     from qmd_nb.ingest import ingest
     meta = _json_object(a.metadata, '--metadata') if a.metadata else None
     r = ingest(_store(a), a.source, a.library, meta, allow_private=a.allow_private_urls)
-    if a.json:
-        from dataclasses import asdict
-        print(json.dumps(asdict(r), ensure_ascii=False))
+    if _fmt(a) == 'json': _json(r)
     else:
         from qmd_nb.format import plural
         print(f"{r.status}: {r.source} -> {r.file} ({plural(r.chunk_count, 'chunk')}, doc_id {r.doc_id})")
@@ -361,13 +402,16 @@ def _json_object(text:str, flag:str) -> dict:
 def cmd_source(a):
     "source add|list|remove (the mdq profile's sources: collections with descriptions)"
     from qmd_nb import mdq
+    from qmd_nb.format import plural
     st = _store(a)
     if a.action == 'add':
-        s = mdq.add_source(st, a.source, a.description)
-        print(f"Added source '{s.name}' ({s.path}): {s.description} [{s.documents} documents]")
-    elif a.action == 'remove': print(f"Removed source '{a.name}' ({mdq.remove_source(st, a.name)} documents)")
+        s = mdq.add_source(st, a.source, a.description, force=a.force)
+        if _fmt(a) == 'json': return _json(s)
+        print(f"Added source '{s.name}' ({s.path}): {s.description} [{plural(s.documents, 'document')}]")
+    elif a.action == 'remove': print(f"Removed source '{a.name}' ({plural(mdq.remove_source(st, a.name), 'document')})")
     else:
         srcs = mdq.list_sources(st)
+        if _fmt(a) == 'json': return _json(srcs)
         if not srcs: print('No sources yet. Add one: qmd-nb source add -s PATH -d "what it holds"')
         for s in srcs: print(f"{s.name}\t{s.documents} docs\t{s.path}\t{s.description or '(no description)'}")
 
@@ -375,13 +419,14 @@ def _ingest_parsers(sp):
     p = _sub(sp, 'ingest', cmd_ingest, 'Add one file (md, txt, pdf, docx, html) or http(s) URL to a library, without scanning a folder')
     p.add_argument('source', metavar='PATH|URL'); p.add_argument('--library', default='default', help='library (collection) to add it to (default: default)')
     p.add_argument('--metadata', metavar='JSON', help='metadata to keep with it, a JSON object (e.g. \'{"labels": ["ops"]}\')')
-    p.add_argument('--json', action='store_true', help='print the result as JSON')
+    _format_args(p)
     p.add_argument('--allow-private-urls', action='store_true', help='fetch a URL on this machine or its private network too')
     p = _sub(sp, 'source', cmd_source, 'Sources for the mdq tools: folders with a description for agents')
     cs = p.add_subparsers(dest='action', required=True)
-    q = cs.add_parser('add', help='Register and index a folder (-s PATH or NAME:PATH) with a description')
+    q = _format_args(cs.add_parser('add', help='Register and index a folder (-s PATH or NAME:PATH) with a description'))
     q.add_argument('-s', '--source', required=True, metavar='PATH'); q.add_argument('-d', '--description', required=True)
-    cs.add_parser('list', help='List sources')
+    q.add_argument('--force', action='store_true', help='add the folder even when a collection already covers it')
+    _format_args(cs.add_parser('list', help='List sources'))
     cs.add_parser('remove', help='Forget a source (files stay)').add_argument('name')
 
 def build_parser() -> argparse.ArgumentParser:
@@ -412,6 +457,8 @@ def cmd_token(a):
     elif a.action == 'revoke': print(f"Revoked '{ts.revoke(a.name)['name']}'")
     else:
         recs = ts.records()
+        if _fmt(a) == 'json': # the fields the text shows: never a hash
+            return _json([{k: r.get(k) for k in ('name', 'id', 'kind', 'scope', 'collections', 'created', 'expires')} | {'kind': r.get('kind', 'token')} for r in recs])
         if not recs: print("No tokens yet. 'qmd-nb serve --transport http' makes the default one; 'qmd-nb token create --scope read' makes more.")
         for r in recs: print('\t'.join([r['name'], r['id'], r.get('kind', 'token'), r['scope'], ','.join(r.get('collections') or []) or 'all collections',
                                          f"created {_when(r.get('created'))}", f"expires {_when(r.get('expires'))}"]))
@@ -424,7 +471,7 @@ def _token_parsers(sp):
     q.add_argument('--collections', metavar='A,B', help='only these collections')
     q.add_argument('--expires', metavar='DURATION', help='e.g. 12h, 30d, 2w, 1y (default: never)')
     q.add_argument('--name', help='a name to list and revoke it by')
-    cs.add_parser('list', help='List tokens and OAuth grants (no secrets)')
+    _format_args(cs.add_parser('list', help='List tokens and OAuth grants (no secrets)'))
     cs.add_parser('revoke', help='Revoke a token or OAuth grant by name or id').add_argument('name')
 
 # %% ../nbs/90_cli.ipynb #1ea4c2d7

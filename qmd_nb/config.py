@@ -181,7 +181,7 @@ def private_file(path:Path # a file to create (or narrow) with mode 0600
     return path
 
 # %% ../nbs/00_config.ipynb #8a6dd7eb
-DEFAULT_MASK = '**/*.md'
+DEFAULT_MASK = '**/*.{md,markdown,txt,text,pdf,docx,html,htm,xhtml}' # every kind qmd-nb reads (`qmd_nb.convert.KINDS`)
 
 @dataclass
 class Collection:

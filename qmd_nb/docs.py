@@ -14,9 +14,10 @@ from .config import NotFound, UsageError, QmdError, check_deadline, check_path_t
 from .store import Store, DocRow, docs_by_docid, doc_body, docid, is_docid, _DOC_COLS, _row
 
 # %% auto #0
-__all__ = ['MAX_ITEMS', 'encode_qmd_path', 'qmd_uri', 'parse_qmd_uri', 'check_spec', 'split_line_suffix', 'all_files', 'suggest',
-           'not_found', 'find_doc', 'Document', 'add_line_numbers', 'read_doc', 'get', 'Skipped', 'MultiGet',
-           'multi_get', 'CollectionStatus', 'Failure', 'Status', 'collection_status', 'needs_embedding', 'status']
+__all__ = ['MAX_ITEMS', 'ADD_COLLECTION', 'encode_qmd_path', 'qmd_uri', 'parse_qmd_uri', 'check_spec', 'split_line_suffix',
+           'all_files', 'suggest', 'not_found', 'find_doc', 'Document', 'add_line_numbers', 'read_doc', 'get',
+           'Skipped', 'MultiGet', 'multi_get', 'CollectionStatus', 'Failure', 'Status', 'empty_hint',
+           'collection_status', 'needs_embedding', 'status']
 
 # %% ../nbs/07_docs.ipynb #d00c10d5
 def encode_qmd_path(path:str) -> str:
@@ -49,15 +50,18 @@ def all_files(store:Store) -> list[str]:
     return [f'{c}/{p}' for c, p in store.q("SELECT collection, path FROM documents ORDER BY collection, path")]
 
 def suggest(store:Store, spec:str, n:int=3) -> list[str]:
-    "The `n` indexed files closest to `spec` (Levenshtein distance on the full path and on the path within its collection)."
+    "Up to `n` indexed files close to `spec`: Levenshtein distance on the full path or the path within its collection, at most 2 or 40% of `spec`."
     from rapidfuzz.distance import Levenshtein
     if len(spec) > 300: return [] # a name that long is no typo of a path: spare comparing it with every file
-    files = all_files(store)
-    best = sorted(files, key=lambda f: (min(Levenshtein.distance(spec, f), Levenshtein.distance(spec, f.split('/', 1)[1])), f))
-    return best[:n]
+    if spec.startswith('#') or (is_docid(spec) and '/' not in spec): return [] # a docid: paths near its letters would be noise
+    most = max(2, int(len(spec) * 0.4))
+    dist = {f: min(Levenshtein.distance(spec, f, score_cutoff=most + 1), Levenshtein.distance(spec, f.split('/', 1)[1], score_cutoff=most + 1)) for f in all_files(store)}
+    return sorted((f for f, d in dist.items() if d <= most), key=lambda f: (dist[f], f))[:n]
 
 def not_found(store:Store, spec:str) -> NotFound:
-    "A NotFound error for `spec` with 'Did you mean' suggestions."
+    "A NotFound error for `spec` with 'Did you mean' suggestions (none for a docid: no document has it)."
+    if spec.startswith('#') or (is_docid(spec) and '/' not in spec):
+        return NotFound(f"Document not found: {spec} (no indexed document has this docid; search results give them)")
     s = suggest(store, spec)
     hint = "\n\nDid you mean one of these?\n" + '\n'.join(f'  - {f}' for f in s) if s else ''
     return NotFound(f"Document not found: {spec}{hint}")
@@ -132,7 +136,7 @@ def read_doc(store:Store, d:DocRow, from_line:int|None=None, max_lines:int|None=
     text, _ = doc_body(store, d.hash)
     lines = text.split('\n')
     start = from_line or 1
-    if start > len(lines): raise UsageError(f"fromLine {start} is past the end of {d.file} ({len(lines)} lines)")
+    if start > len(lines): raise UsageError(f"Line {start} is past the end of {d.file}, which has {len(lines)} lines")
     sel = lines[start - 1:start - 1 + max_lines] if max_lines else lines[start - 1:]
     body = '\n'.join(sel)
     return Document(d.file, d.title, docid(store, d.hash), add_line_numbers(body, start) if line_numbers else body,
@@ -230,6 +234,14 @@ class Status:
     problems: list = field(default_factory=list) # (collection, path, reason)
     index: str = ''
     failures: list = field(default_factory=list) # Failure for each problem: what `status` lists
+    hint: str|None = None # what to run next when the index has no collections (`empty_hint`)
+
+ADD_COLLECTION = 'qmd-nb collection add PATH --name NAME'
+
+def empty_hint(store:Store) -> str|None:
+    "What to run when the index has no collections yet, None when it has one: every door says it instead of a bare 'no results'."
+    if store.config.collections: return None
+    return f"The index '{store.paths.name}' has no collections yet ({store.paths.cache}). Add a folder: {ADD_COLLECTION}"
 
 def collection_status(store:Store) -> list[CollectionStatus]:
     "Every collection with its document count and last update."
@@ -253,4 +265,4 @@ def status(store:Store, fingerprint:str|None=None) -> Status:
     probs = [tuple(r) for r in store.q("SELECT collection, path, reason FROM problems ORDER BY collection, path")]
     fails = [Failure(c, p if p.startswith('/') or '://' in p else f'{c}/{p}', r) for c, p, r in probs]
     return Status(total, needs_embedding(store, fingerprint), has_vec, collection_status(store), _disk_bytes(store.paths.cache),
-                  probs, store.paths.name, fails)
+                  probs, store.paths.name, fails, empty_hint(store))

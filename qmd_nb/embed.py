@@ -165,9 +165,15 @@ def export_openvino(folder:str|Path, # sentence-transformers model folder
                    ) -> Path:
     "Convert a sentence-transformers model to OpenVINO IR (inputs: token ids and mask; output: its sentence embedding)."
     os.environ.setdefault('HF_HUB_OFFLINE', '1')
-    import torch, openvino as ov
     from sentence_transformers import SentenceTransformer
-    st = SentenceTransformer(str(folder), device='cpu', local_files_only=True).eval()
+    from transformers.utils import logging as hf_logging
+    was = hf_logging.get_verbosity(); hf_logging.set_verbosity_error() # tracing reads `loss_function`, which warns about a loss no embedding uses
+    try: return _export(SentenceTransformer(str(folder), device='cpu', local_files_only=True).eval(), dest)
+    finally: hf_logging.set_verbosity(was)
+
+def _export(st, dest:Path) -> Path:
+    "Trace a loaded SentenceTransformer into OpenVINO IR at `dest`."
+    import torch, openvino as ov
     class Wrap(torch.nn.Module):
         def __init__(self, m): super().__init__(); self.m = m
         def forward(self, input_ids, attention_mask):
@@ -240,7 +246,9 @@ class OpenVINOEmbedder(Embedder):
 
     def _ir(self) -> str:
         "The model file to run: converted once, and quantized once more for int8 (see the int8 section)."
-        if not (self.ir_dir/'model.xml').exists(): export_openvino(self.folder, self.ir_dir)
+        if not (self.ir_dir/'model.xml').exists():
+            print(f"qmd-nb: preparing the embedding model for this machine, once (about a minute): {self.ir_dir}", file=sys.stderr)
+            export_openvino(self.folder, self.ir_dir)
         if self.precision != 'int8': return str(self.ir_dir/'model.xml')
         q = self.ir_dir/f'int8-{QUANTIZATION}'
         if not (q/'model.xml').exists():

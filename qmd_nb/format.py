@@ -23,10 +23,11 @@ def plural(n:int, word:str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 def search_summary(results:list[SearchResult], query:str,
-                   rest:bool=False # the REST section's variant: no colon after the query, a blank line between results
+                   rest:bool=False, # the REST section's variant: no colon after the query, a blank line between results
+                   hint:str|None=None # what to do next, added to an empty answer (the index has no collections: `qmd_nb.docs.empty_hint`)
                   ) -> str:
     "`Found N results for \"q\":` and one line per result, or the contract's empty message."
-    if not results: return f'No results found for "{query}"'
+    if not results: return f'No results found for "{query}"' + (f'\n\n{hint}' if hint else '')
     head = f'Found {plural(len(results), "result")} for "{query}"' + ('' if rest else ':\n')
     return ('\n\n' if rest else '\n').join([head] + [f'{r.docid} {round(r.score * 100)}% {r.file} - {r.title}' for r in results])
 
@@ -34,7 +35,7 @@ def status_text(s:Status) -> str:
     "The contract's status summary."
     lines = ['QMD Index Status:', f'  Total documents: {s.total_documents}', f'  Needs embedding: {s.needs_embedding}',
              f'  Vector index: {"yes" if s.has_vector_index else "no"}', f'  Collections: {len(s.collections)}']
-    return '\n'.join(lines + [f'    - {c.path} ({c.documents} docs)' for c in s.collections])
+    return '\n'.join(lines + [f'    - {c.path} ({c.documents} docs)' for c in s.collections] + ([f'\n{s.hint}'] if s.hint else []))
 
 # %% ../nbs/08_format.ipynb #03a904d7
 FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files')
@@ -128,4 +129,5 @@ def status_cli(s:Status) -> str:
     if s.failures:
         out += ['', f'Failed ({len(s.failures)}): not indexed, the rest of each run went on'] + [f'  {f.file}: {f.reason}' for f in s.failures[:50]]
         if len(s.failures) > 50: out.append(f'  ... and {len(s.failures) - 50} more')
+    if s.hint: out += ['', s.hint]
     return '\n'.join(out)

@@ -20,7 +20,7 @@ from .rerank import candidates, EmbedReranker, CrossEncoderReranker, HTTPReranke
 
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'get_reranker', 'QueryHit', 'list_weight', 'run_list', 'strong_probe',
-           'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'rerank_order', 'rescore', 'explain_hit',
+           'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'rerank_order', 'rescore', 'evidenced', 'explain_hit',
            'hybrid_hits', 'query', 'warm_reranker']
 
 # %% ../nbs/11c_hybrid.ipynb #75093a6d
@@ -50,6 +50,7 @@ class QueryParams:
     blend_top3: float = 0.70 # weight of the fused score at ranks 1-3 (the reranker gets the rest)
     blend_top10: float = 0.60 # ... at ranks 4-10
     blend_rest: float = 0.50 # ... after rank 10
+    vec_floor: float = 0.3 # a candidate only the vectors found needs this cosine similarity (vsearch's default cut); 0 keeps all
 
     @classmethod
     def from_settings(cls, settings:dict, **over) -> QueryParams:
@@ -194,6 +195,16 @@ def rescore(store:Store, embedder, query:str, fused:list[Fused], p:QueryParams, 
     scores = [float(b[i]) for i in order] + _scaled_tail(fused[k:], float(b.min()))
     return ids, scores, {f.doc_id: r for f, r in zip(head, rs)}
 
+# %% ../nbs/11c_hybrid.ipynb #6cad8d3c
+def evidenced(lists:list[RankedList], p:QueryParams) -> set[int]|None:
+    "Ids of candidates with evidence of their own: in a keyword list of the asker's words, or that similar in one of its vector lists (None: keep all)."
+    if p.vec_floor <= 0: return None
+    ok = set()
+    for l in lists:
+        if l.name.endswith(':prf'): continue # built from the top hits: it cannot vouch for them
+        ok.update(l.ids if l.name.startswith('lex:') else (d for d, s in zip(l.ids, l.scores) if s >= p.vec_floor))
+    return ok
+
 # %% ../nbs/11c_hybrid.ipynb #bc9d603b
 def explain_hit(doc_id:int, lists:list[RankedList], fused:Fused|None, rerank:float|None, final:float) -> dict:
     "Where a hit's score came from."
@@ -229,7 +240,8 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     cache = store.cache.setdefault('qcache', {})
     if key in cache: return cache[key]
     lists, hits, qv = gather(store, embedder, query, p, names, subs, flt)
-    fused = fuse(lists, p)
+    keep = evidenced(lists, p)
+    fused = [f for f in fuse(lists, p) if keep is None or f.doc_id in keep]
     rq = query if not subs else next((s.text for s in subs if s.kind != 'lex'), subs[0].text)
     ids, scores, rr = rescore(store, embedder, rq, fused, p, qv)
     byid, lines = {f.doc_id: f for f in fused}, {h.doc_id: h for hs in hits.values() for h in hs if h.line}

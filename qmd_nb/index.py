@@ -20,9 +20,9 @@ from .keyword import keyword_index, _current_name
 
 # %% auto #0
 __all__ = ['MAX_GLOB', 'MAX_ALTERNATIVES', 'Glob', 'glob_re', 'mask_match', 'hidden', 'discover', 'doc_meta', 'prepare_doc',
-           'read_inside', 'UpdateStats', 'set_total', 'progress_bar', 'update_collection', 'update', 'add_collection',
-           'remove_collection', 'rename_collection', 'context_key', 'add_context', 'remove_context', 'git_pull',
-           'pull_collections']
+           'read_inside', 'UpdateStats', 'set_total', 'progress_bar', 'update_collection', 'update', 'covering',
+           'add_collection', 'remove_collection', 'rename_collection', 'context_key', 'add_context', 'remove_context',
+           'git_pull', 'pull_collections']
 
 # %% ../nbs/05_index.ipynb #e6cdbd5a
 MAX_GLOB, MAX_ALTERNATIVES = 1000, 64 # characters in a glob; patterns its {a,b} braces may expand to
@@ -115,8 +115,11 @@ def hidden(name:str, is_dir:bool) -> bool:
     if name == 'node_modules': return True
     return name.startswith('.') and (is_dir or not _DOTS_ONLY.match(name))
 
+def _count(d:dict, k): d[k] = d.get(k, 0) + 1
+
 def discover(root:str|Path, # collection folder
-             masks:list[str] # masks a relative path must match
+             masks:list[str], # masks a relative path must match
+             left_out:dict|None=None # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files
             ):
     "Yield (relative path, path to read, stat) of every file of the collection (a link inside it: its target)."
     root = Path(root); real_root = os.path.realpath(root)
@@ -129,13 +132,17 @@ def discover(root:str|Path, # collection folder
         for e in entries:
             r = unicodedata.normalize('NFC', f'{rel}{e.name}')
             try:
-                if hidden(e.name, e.is_dir()): continue
+                if hidden(e.name, e.is_dir()):
+                    if left_out is not None and e.name != 'node_modules' and e.is_file(follow_symlinks=False): _count(left_out, 'hidden')
+                    continue
                 link = e.is_symlink()
                 if link and not inside(os.path.realpath(e.path)): continue
                 if e.is_dir():
                     real = os.path.realpath(e.path)
                     if real not in seen: seen.add(real); stack.append((e.path, r + '/'))
-                elif e.is_file() and mask_match(masks, r): yield r, os.path.realpath(e.path) if link else e.path, e.stat()
+                elif e.is_file():
+                    if mask_match(masks, r): yield r, os.path.realpath(e.path) if link else e.path, e.stat()
+                    elif left_out is not None: _count(left_out, os.path.splitext(e.name)[1].lower() or '(none)')
             except OSError: continue
 
 # %% ../nbs/05_index.ipynb #eba5d426
@@ -164,14 +171,15 @@ def prepare_doc(collection:str, path:str, text:str, hash:str, an:Analyzer, size=
 def read_inside(path:str, # the file to read (a link inside the collection: its target, as `discover` gives it)
                 root:str # the collection folder's real path
                ) -> tuple[bytes, os.stat_result]:
-    "(bytes, stat) of a regular file that is inside `root` once opened; OSError naming the problem otherwise."
+    "(bytes, stat) of a regular file still inside `root` once opened; OSError naming the problem otherwise."
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, 'O_CLOEXEC', 0)) # a link now: ELOOP; a FIFO: no wait
     with open(fd, 'rb') as f: # owns fd from here
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode): raise OSError(errno.EINVAL, 'not a regular file any more')
+        st, gone = os.fstat(fd), "no longer a file inside the collection's folder"
+        if not stat.S_ISREG(st.st_mode): raise OSError(errno.EINVAL, f'not a regular file any more: {gone}')
         proc = f'/proc/self/fd/{fd}'
         real = os.readlink(proc) if os.path.exists(proc) else os.path.realpath(path) # what was opened, folders included
-        if not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)): raise OSError(errno.EXDEV, 'it now leads outside the collection')
+        if real.endswith(' (deleted)') and os.fstat(fd).st_nlink == 0: raise OSError(errno.ESTALE, f'it was replaced after it was opened: {gone}')
+        if not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)): raise OSError(errno.EXDEV, f'it now leads outside the collection: {gone}')
         return f.read(), st
 
 # %% ../nbs/05_index.ipynb #ad2bd409
@@ -186,6 +194,9 @@ class UpdateStats:
     skipped: int = 0 # files that could not be indexed
     problems: dict = field(default_factory=dict) # path -> reason
     error: str|None = None # why the collection could not be updated at all (its documents are kept)
+    left_out: dict = field(default_factory=dict) # files seen but not taken: {extension: n} missed by the mask, {'hidden': n} dot-files
+    @property
+    def unmatched(self) -> int: return sum(v for k, v in self.left_out.items() if k != 'hidden')
     @property
     def changed(self) -> bool: return bool(self.indexed or self.updated or self.removed)
 
@@ -223,9 +234,10 @@ class _Pending:
     st: os.stat_result
     known: bool # the catalog had a document at this path
 
-def _read(full, rel, k, st, c, an, stats, lib, root):
+def _read(full, rel, k, st, c, an, stats, lib, root:str|None=None # the collection folder's real path (default: resolved now)
+         ):
     "A NewDoc for a changed file, a _Pending conversion, 'same' when only its mtime moved, or None (problem recorded)."
-    try: data, st = read_inside(full, root)
+    try: data, st = read_inside(full, root or os.path.realpath(c.path))
     except OSError as e:
         why = 'it became a symbolic link' if e.errno == errno.ELOOP else e.strerror
         stats.problems[rel] = f"unreadable: {why}"; return None
@@ -258,8 +270,10 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
                      ) -> UpdateStats:
     "Bring one collection's documents in line with its folder."
     if not Path(c.path).is_dir(): raise NotFound(f"Collection '{c.name}' folder is missing: {c.path}")
+    if (real := os.path.realpath(c.path)) != os.path.normpath(c.path) and Path(c.path) != store.paths.cache/'libraries'/c.name: # kept resolved when added
+        raise NotFound(f"Collection '{c.name}' folder {c.path} now leads to {real} (it, or a folder above it, became a link): not updated; add it again if that is meant")
     an, stats, known, seen, docs, touch = an or Analyzer(), UpdateStats(c.name), doc_index(store, c.name), set(), [], []
-    lib, pend, files, root = library_files(store, c.name), [], list(discover(c.path, c.masks)), os.path.realpath(c.path)
+    lib, pend, files, root = library_files(store, c.name), [], list(discover(c.path, c.masks, stats.left_out)), os.path.realpath(c.path)
     def flush(cv):
         nonlocal docs, pend
         new, cache = _converted(store, pend, cv, c, an, stats, lib); pend = []
@@ -308,21 +322,38 @@ def update(store:Store, names:list[str]|None=None, # collections to update (defa
     return stats
 
 # %% ../nbs/05_index.ipynb #ec4a03b7
+def _reached(rel:Path) -> bool: return not any(p.startswith('.') or p == 'node_modules' for p in rel.parts) # as `discover` walks
+
+def covering(store:Store, folder:Path # a resolved folder
+            ) -> tuple[str, str]|None:
+    "(collection, how) for the first collection whose files `folder` would index again: the same folder, one around it, or one inside it."
+    for c in store.config.collections.values():
+        root = Path(c.path).resolve()
+        if root == folder: return c.name, f"is already collection '{c.name}'"
+        if root in folder.parents and _reached(folder.relative_to(root)): return c.name, f"is inside collection '{c.name}' ({root})"
+        if folder in root.parents and _reached(root.relative_to(folder)): return c.name, f"holds collection '{c.name}' ({root})"
+    return None
+
 def add_collection(store:Store, path:str, # folder to index
                    name:str|None=None, # collection name (default: the folder's name)
                    mask:str=DEFAULT_MASK, # glob(s), comma-separated
-                   progress:bool|None=None) -> UpdateStats:
+                   progress:bool|None=None,
+                   force:bool=False # add it even when another collection already covers the folder
+                  ) -> UpdateStats:
     "Add a folder as a collection and index it: all or nothing (a full disk or Ctrl-C leaves the index as it was)."
     folder = Path(check_path_text(path)).expanduser().resolve()
     if not folder.is_dir(): raise UsageError(f"Not a folder: {path}")
     name = check_allowed(store, check_name(name or re.sub(r'[^A-Za-z0-9_.-]+', '-', folder.name).strip('-.') or 'root'))
-    masks = [m for m in mask.split(',') if m.strip()]
+    masks = Collection(name, str(folder), mask).masks # split as update will (commas inside {a,b} stay), so each is checked now
     if not masks: raise UsageError("Empty --mask")
     for m in masks: glob_re(m.strip())
     with store.writing():
         store.reload_config()
         if name in store.config.collections:
             raise UsageError(f"Collection '{name}' already exists ({store.config.collections[name].path}); choose another --name")
+        if not force and (cover := covering(store, folder)):
+            raise UsageError(f"{folder} {cover[1]}: its files would be indexed twice and every hit shown twice. "
+                             "Add it anyway with --force (REST: \"force\": true), e.g. when the two masks do not overlap")
         c, kw = Collection(name, str(folder), mask), _current_name(store.paths.keyword_dir)
         try:
             with store.tx(): # one transaction: readers see the collection whole, or not at all

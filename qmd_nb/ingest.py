@@ -244,7 +244,8 @@ class Source:
 
 def read_source(source:str, # a file path or an http(s) URL
                 max_bytes:int=200 * 2**20, # largest file or page accepted
-                allow_private:bool=False # URLs: fetch private and local addresses too (see `fetch_url`)
+                allow_private:bool=False, # URLs: fetch private and local addresses too (see `fetch_url`)
+                read=None # `read(path, max_bytes)` -> (path opened, bytes): how a client's file is read (see `qmd_nb.tools.client_reader`)
                ) -> Source:
     "Read a file or fetch a URL: what `ingest` indexes (servers read outside their write queue, which a slow URL must not hold)."
     if re.match(r'^[A-Za-z][A-Za-z0-9+.-]*://', source):
@@ -252,6 +253,11 @@ def read_source(source:str, # a file path or an http(s) URL
         u = urlsplit(f.final_url)
         return Source(clean_url(source), f.data, f.kind, f.charset, _safe_name(u.path.rstrip('/').rsplit('/', 1)[-1] or u.hostname, f.kind))
     check_path_text(source, 'source')
+    if read is not None: # a client's file: checked again as it is opened, when its turn comes
+        real, data = read(source, max_bytes); p = Path(real)
+        if (kind := KINDS.get(p.suffix.lower())) is None: raise UsageError(f"Unsupported file type {p.suffix or '(none)'}: {source} (qmd-nb reads {', '.join(KINDS)})")
+        if len(data) > max_bytes: raise UsageError(f"{source} is too large (over {max_bytes} bytes)")
+        return Source(real, data, kind, None, _safe_name(p.name, kind))
     p = Path(source).expanduser().resolve()
     if not p.is_file(): raise NotFound(f"File not found: {source}")
     kind = KINDS.get(p.suffix.lower())
@@ -306,11 +312,12 @@ def ingest(store:Store, source:str|Source, # a file path or an http(s) URL (or w
            reindex:bool=True, # rebuild the keyword index now (batch callers pass False and rebuild once)
            max_bytes:int=200 * 2**20, # largest file or page accepted
            allow_private:bool=False, # URLs: fetch private and local addresses too (see `fetch_url`)
-           job:str|None=None # the background job doing this: its row learns what is about to be committed
+           job:str|None=None, # the background job doing this: its row learns what is about to be committed
+           read=None # `read(path, max_bytes)` -> (path opened, bytes): how a client's file is read (see `qmd_nb.tools.client_reader`)
           ) -> IngestResult:
     "Add one file or URL to a library: `indexed`, `replaced` or `skipped` (same content as last time)."
     _check_args(source, library, metadata, store)
-    s = source if isinstance(source, Source) else read_source(source.strip(), max_bytes, allow_private)
+    s = source if isinstance(source, Source) else read_source(source.strip(), max_bytes, allow_private, read)
     src, h = s.source, hashlib.sha256(s.data).hexdigest()
     with store.writing():
         store.reload_config(); ensure_library(store, library)
@@ -390,15 +397,16 @@ def _finish(store, jid, state, error=None, result=None):
         db.execute("UPDATE jobs SET state=?, error=?, result=?, updated_at=? WHERE id=?",
                    (state, error, json.dumps(result.__dict__) if result else None, now_iso(), jid))
 
-def _run_job(store, jid, source, library, metadata, allow_private):
-    try: _finish(store, jid, 'done', result=ingest(store, source, library, metadata, allow_private=allow_private, job=jid))
+def _run_job(store, jid, source, library, metadata, allow_private, read=None):
+    try: _finish(store, jid, 'done', result=ingest(store, source, library, metadata, allow_private=allow_private, job=jid, read=read))
     except QmdError as e: _finish(store, jid, 'failed', str(e))
     except Exception as e: # a job's boundary: whatever happens must end in its row, not in a thread's traceback
         _finish(store, jid, 'failed', f"internal error: {type(e).__name__}: {e}")
     finally: _THREADS.pop(jid, None)
 
 def start_ingest(store:Store, source:str, library:str='default', metadata:dict|None=None,
-                 allow_private:bool=False # URLs: fetch private and local addresses too (see `fetch_url`)
+                 allow_private:bool=False, # URLs: fetch private and local addresses too (see `fetch_url`)
+                 read=None # how a client's file is read when the job's turn comes (see `ingest`)
                 ) -> str:
     "Start ingesting in the background; returns the job id (`Busy` when too many are under way)."
     _check_args(source, library, metadata, store)
@@ -409,7 +417,7 @@ def start_ingest(store:Store, source:str, library:str='default', metadata:dict|N
         db.execute("INSERT INTO jobs VALUES(?,?,?,?,?,?,?,?,?,?)", (jid, shown, library, json.dumps(metadata), 'processing', None, None, os.getpid(), ts, ts))
     if not _POOL: _POOL.append(ThreadPoolExecutor(MAX_JOB_WORKERS, thread_name_prefix='qmd-nb-ingest'))
     _THREADS[jid] = True # counted at once: a burst of requests cannot slip past the limit
-    _THREADS[jid] = _POOL[0].submit(_run_job, store, jid, source.strip(), library, metadata, allow_private)
+    _THREADS[jid] = _POOL[0].submit(_run_job, store, jid, source.strip(), library, metadata, allow_private, read)
     return jid
 
 def _alive(jid, pid) -> bool:
@@ -450,4 +458,5 @@ def wait_job(store:Store, job_id:str, timeout:float|None=None) -> Job:
         f = _THREADS.get(job_id)
         if f is not None and f is not True: _wait_futures([f], 0.5 if end is None else max(0.0, min(0.5, end - time.monotonic())))
         else: time.sleep(0.1)
+    if j.state != 'processing' and (f := _THREADS.get(job_id)) not in (None, True): _wait_futures([f], 5) # its last step: leaving the pool's count
     return j

@@ -16,7 +16,7 @@ from .store import Store, generation
 
 # %% auto #0
 __all__ = ['BACKENDS', 'BM25Params', 'lucene_idf', 'bm25_norm', 'Bm25sBackend', 'RankBm25Backend', 'build_keyword_index',
-           'KeywordIndex', 'keyword_index']
+           'KeywordIndex', 'keyword_index', 'view_idf', 'view_scores']
 
 # %% ../nbs/04_keyword.ipynb #a25a7564
 @dataclass(frozen=True)
@@ -73,6 +73,11 @@ class Bm25sBackend:
         "Positions of the documents that contain term id `t`."
         return np.asarray(self.indices[self.indptr[t]:self.indptr[t + 1]])
 
+    def term(self, t:int) -> tuple[np.ndarray, np.ndarray]:
+        "(positions, weights idf * tf / (tf + K)) of the documents that contain term id `t`."
+        a, b = self.indptr[t], self.indptr[t + 1]
+        return np.asarray(self.indices[a:b]), np.asarray(self.data[a:b], dtype=np.float64)
+
 # %% ../nbs/04_keyword.ipynb #3d613570
 class RankBm25Backend:
     "rank-bm25's BM25Okapi with Lucene's idf and weight, so scores equal bm25s's."
@@ -99,6 +104,10 @@ class RankBm25Backend:
 
     def postings(self, t:int) -> np.ndarray:
         return np.array([i for i, d in enumerate(self.bm.doc_freqs) if t in d], dtype=np.int64) if self.bm else np.zeros(0, dtype=np.int64)
+
+    def term(self, t:int) -> tuple[np.ndarray, np.ndarray]:
+        pos = self.postings(t)
+        return pos, self.scores([t])[pos].astype(np.float64)
 
 BACKENDS = {'bm25s': Bm25sBackend, 'rank_bm25': RankBm25Backend}
 
@@ -145,6 +154,7 @@ def _save_build(folder, gen, p, doc_ids, colls, ids, vocab):
     np.save(folder/'idf.npy', lucene_idf(df, len(doc_ids)).astype(np.float32))
     np.save(folder/'doc_ids.npy', np.array(doc_ids, dtype=np.int64))
     np.save(folder/'coll_codes.npy', np.array([code[c] for c in colls], dtype=np.int32))
+    np.save(folder/'doc_lens.npy', np.array([len(d) for d in ids], dtype=np.int64)) # for the statistics of a view (`view_scores`)
     (folder/'terms.json').write_text(json.dumps(vocab, ensure_ascii=False), encoding='utf-8')
     (folder/'meta.json').write_text(json.dumps(dict(generation=gen, params=asdict(p), collections=names, n_docs=len(doc_ids))), encoding='utf-8')
 
@@ -163,6 +173,8 @@ class KeywordIndex:
         self.vocab = json.loads((folder/'terms.json').read_text(encoding='utf-8')) # explicit: a model load can switch the locale to ASCII
         self.doc_ids, self.coll_codes = np.load(folder/'doc_ids.npy'), np.load(folder/'coll_codes.npy')
         self.idf = np.load(folder/'idf.npy')
+        lens = folder/'doc_lens.npy' # each document's length in terms, for a view's statistics (absent from older builds)
+        self.doc_lens = np.load(lens) if lens.exists() else None
         self.backend = BACKENDS[self.params.backend](folder, self.params, self.n) if self.n else None
         self.key, self.stale = folder.name, False # stale: the catalog changed since this build (a writer is at work)
 
@@ -228,3 +240,30 @@ def keyword_index(store:Store, rebuild_stale:bool|None=None # rebuild when stale
     ki.stale = not fresh(ki)
     if ki is not cur: store.cache['keyword'] = ki
     return ki
+
+# %% ../nbs/04_keyword.ipynb #e8c48c9b
+def view_idf(ki:KeywordIndex, term_ids:list[int], mask:np.ndarray) -> np.ndarray:
+    "Lucene idf of each term among the documents of `mask` alone (0 for a term none of them holds)."
+    n = int(mask.sum())
+    df = np.array([int(mask[ki.backend.postings(t)].sum()) if ki.backend else 0 for t in term_ids], dtype=np.int64)
+    return np.where(df > 0, lucene_idf(df, n), 0.0)
+
+def view_scores(ki:KeywordIndex, term_ids:list[int], # query terms (repeats count again)
+                mask:np.ndarray # the documents a view holds
+               ) -> np.ndarray:
+    "Normalised BM25 scores (0..1) of the masked documents as an index of those documents alone would give them (0 elsewhere)."
+    s, p, top = np.zeros(ki.n, dtype=np.float64), ki.params, 0.0
+    n, lens = int(mask.sum()), ki.doc_lens
+    if not n or not term_ids or ki.backend is None: return s
+    avg_all, avg_v = (float(lens.mean()), float(lens[mask].mean())) if lens is not None else (1.0, 1.0)
+    for t in dict.fromkeys(term_ids):
+        pos, w = ki.backend.term(t)
+        keep = mask[pos]; pos, w = pos[keep], w[keep]
+        if not len(pos): continue # unknown to the view
+        idf, c = float(lucene_idf(len(pos), n)), term_ids.count(t)
+        tfc = np.clip(w / float(ki.idf[t]), 0, 1 - 1e-12) # tf / (tf + K) with the whole index's average length
+        if lens is not None and p.k1 > 0:
+            k_all = p.k1 * (1 - p.b + p.b * lens[pos] / avg_all); k_v = p.k1 * (1 - p.b + p.b * lens[pos] / avg_v)
+            tf = tfc * k_all / (1 - tfc); tfc = tf / (tf + k_v)
+        s[pos] += c * idf * tfc; top += c * idf
+    return bm25_norm(s, top)

@@ -19,7 +19,7 @@ from .fusion import RankedList, zscores, rrf_term, rank_bonus
 from .expand import parse_typed
 from .rerank import candidates
 from .vectors import has_vectors
-from .hybrid import QueryParams, gather, fuse, get_reranker, list_weight, wants_expansion, rerank_order
+from .hybrid import QueryParams, gather, fuse, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
 from .eval import EvalReport, ndcg_at, recall_at, mrr_at, load_beir, corpus_store, prepare_vectors
 from .frames import METRICS, compare_runs
 
@@ -156,7 +156,8 @@ def exact_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None)
     "Every query's top 100 through the pipeline's `fuse`, one query at a time."
     out = []
     for i, q in enumerate(ql):
-        f = fuse(selected_lists(q, p), p)
+        sel = selected_lists(q, p); keep = evidenced(sel, p)
+        f = [x for x in fuse(sel, p) if keep is None or x.doc_id in keep] # as `hybrid_hits`: candidates with evidence of their own
         ids = [x.doc_id for x in f]
         out.append(reorder(ids, [x.score for x in f], [rr[i][d] for d in ids[:p.rerank_top]] if rr else None, p)[:100])
     return out
@@ -169,12 +170,14 @@ class ListArrays:
     member: np.ndarray # [Q, S, P] whether the document is in the slot's list
     z: np.ndarray # [Q, S, P] its z-score in the list, or the list's floor when absent
     rank: np.ndarray # [Q, S, P] its 1-based rank in the list (0 when absent)
+    raw: np.ndarray # [Q, S, P] its score in the list (-inf when absent): vector similarities meet `vec_floor` here
     names: list # per query, its lists' names in the pipeline's order
 
 def list_arrays(ql:list[QueryLists]) -> ListArrays:
     "Pad every query's lists into arrays, with z-scores from `fusion.zscores`."
     Q, S, P = len(ql), max((len(q.lists) for q in ql), default=0), max((len(q.pool) for q in ql), default=0)
     ids, member, z, rank = np.full((Q, P), -1, np.int64), np.zeros((Q, S, P), bool), np.zeros((Q, S, P)), np.zeros((Q, S, P))
+    raw = np.full((Q, S, P), -np.inf)
     for i, q in enumerate(ql):
         ids[i, :len(q.pool)] = q.pool
         pos = {d: j for j, d in enumerate(q.pool)}
@@ -182,8 +185,13 @@ def list_arrays(ql:list[QueryLists]) -> ListArrays:
             zs, floor = zscores(sc)
             cols = [pos[d] for d in lids]
             z[i, s] = floor
-            member[i, s, cols], z[i, s, cols], rank[i, s, cols] = True, zs, np.arange(1, len(lids) + 1)
-    return ListArrays(ids, member, z, rank, [[n for n, _, _ in q.lists] for q in ql])
+            member[i, s, cols], z[i, s, cols], rank[i, s, cols], raw[i, s, cols] = True, zs, np.arange(1, len(lids) + 1), sc
+    return ListArrays(ids, member, z, rank, raw, [[n for n, _, _ in q.lists] for q in ql])
+
+def _slots(a:ListArrays, test) -> np.ndarray:
+    "[Q, S]: whether each query's list slot has a name passing `test` (padding slots: False)."
+    S = a.member.shape[1]
+    return np.array([[test(n) for n in ns] + [False] * (S - len(ns)) for ns in a.names], bool).reshape(len(a.names), S)
 
 def fast_fuse(a:ListArrays, ql:list[QueryLists], p:QueryParams) -> tuple[np.ndarray, np.ndarray]:
     "Fused scores [Q, P] (-inf for documents in no kept list) and how many documents each query fused."
@@ -193,6 +201,9 @@ def fast_fuse(a:ListArrays, ql:list[QueryLists], p:QueryParams) -> tuple[np.ndar
         for l in selected_lists(q, p): s = a.names[i].index(l.name); keep[i, s], w[i, s] = True, l.weight
     m = a.member & keep[:, :, None]
     present, score = m.any(1), np.zeros((Q, P))
+    if p.vec_floor > 0: # as `evidenced`: a keyword match, or a close enough vector, in a list that is not feedback
+        own, lex = _slots(a, lambda n: not n.endswith(':prf')), _slots(a, lambda n: n.startswith('lex:'))
+        present &= (m & own[:, :, None] & (lex[:, :, None] | (a.raw >= p.vec_floor))).any(1)
     if p.fusion == 'rrf':
         for s in range(S): score += np.where(m[:, s], rrf_term(w[:, s, None], p.rrf_k, a.rank[:, s]), 0.0)
         score += rank_bonus(np.where(m, a.rank, np.inf).min(1), p.bonus_first, p.bonus_top3)
@@ -259,13 +270,13 @@ def eval_command(p:QueryParams, folder:str|Path='DIR') -> str:
 
 # %% ../nbs/31_lab.ipynb #cb097043
 CONTROLS = dict( # (min, max, step) for numbers, choices for words, bool for a switch
-    depth=(10, 200, 10), probe_min_score=(0.0, 1.05, 0.05), probe_min_gap=(0.0, 1.0, 0.05), expansion=('none', 'prf'),
+    depth=(10, 200, 10), vec_floor=(0.0, 1.0, 0.05), probe_min_score=(0.0, 1.05, 0.05), probe_min_gap=(0.0, 1.0, 0.05), expansion=('none', 'prf'),
     prf_docs=(1, 30, 1), prf_terms=(1, 30, 1), prf_vec_docs=(1, 20, 1), prf_vec_beta=(0.0, 2.0, 0.1),
     original_weight=(0.0, 4.0, 0.1), expansion_weight=(0.0, 4.0, 0.1), lex_weight=(0.0, 3.0, 0.1), vec_weight=(0.0, 3.0, 0.1),
     fusion=('zscore', 'rrf'), rrf_k=(1.0, 200.0, 1.0), bonus_first=(0.0, 0.2, 0.005), bonus_top3=(0.0, 0.1, 0.005),
     rerank=('embed', 'none', 'cross-encoder', 'http'), rerank_top=(2, 200, 1), rerank_window=(1, 3, 1), rerank_title=bool,
     blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05))
-GROUPS = {'Retrieval': ('depth', 'expansion', 'probe_min_score', 'probe_min_gap', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta'),
+GROUPS = {'Retrieval': ('depth', 'vec_floor', 'expansion', 'probe_min_score', 'probe_min_gap', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta'),
           'Fusion': ('fusion', 'original_weight', 'expansion_weight', 'lex_weight', 'vec_weight', 'rrf_k', 'bonus_first', 'bonus_top3'),
           'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'blend_top3', 'blend_top10', 'blend_rest')}
 LAZY = set(LIST_FIELDS) | {'rerank_window', 'rerank_title'}
@@ -392,9 +403,8 @@ class RankingLab:
                        W.HBox([self.metrics_html, W.VBox([W.HBox([self.sweep_name, self.sweep_metric, self.sweep_button]), self.plot])]),
                        W.HTML('⏳ a new value of this control re-runs retrieval or the reranker over every query once, then is cached'), self.table])
 
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+    def _repr_mimebundle_(self, **kw): # the widget's own bundle: Jupyter draws it, and a captured run (nbdev-test) records it instead of printing
+        return self.widget._repr_mimebundle_(**kw)
 
 # %% ../nbs/31_lab.ipynb #55f54e23
 def ranking_lab(source:str|Path|Store, # a BEIR folder, or an index (with `judgements`)

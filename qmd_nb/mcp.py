@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from .config import NotFound, UsageError
 from .format import plural
 from .tools import (Engine, ToolResult, search_tool, vsearch_tool, query_tool, get_tool, multi_get_tool, status_tool,
-                          read_document, has_vectors_any, QUERY_GUIDE, instructions)
+                          read_document, has_vectors_any, QUERY_GUIDE, instructions, list_documents)
 
 # %% ../nbs/21_mcp.ipynb #159f8876
 class _LazyInit(types.ModuleType):
@@ -333,6 +333,17 @@ def _qmd_tools(srv, engine:Engine):
         try: return read_document(engine, 'qmd://' + path)
         except NotFound as e: raise ResourceNotFoundError(str(e)) from None # -32602 with the suggestions, not an internal error
         except UsageError as e: raise MCPError(code=INVALID_PARAMS, message=str(e)) from None
+
+    async def list_resources(ctx, params):
+        "resources/list: the SDK's own resources on the first page, then every document, a page at a time (see `list_documents`)."
+        from mcp_types import ListResourcesResult, Resource
+        try: page, nxt = await anyio.to_thread.run_sync(list_documents, engine, params.cursor)
+        except UsageError as e: raise MCPError(code=INVALID_PARAMS, message=str(e)) from None
+        own = [] if params.cursor else await srv.list_resources()
+        return ListResourcesResult(resources=own + [Resource(uri=r['uri'], name=r['name'], title=r['title'], mime_type=r['mimeType'], size=r['size'])
+                                                    for r in page], next_cursor=nxt)
+    from mcp_types import PaginatedRequestParams
+    srv._lowlevel_server.add_request_handler('resources/list', PaginatedRequestParams, list_resources) # MCPServer lists only fixed resources, unpaged
 
     @srv.prompt(name='query', description='How to use QMD to search your knowledge base effectively')
     def query_prompt() -> str: return QUERY_GUIDE

@@ -57,7 +57,8 @@ def _count(store:Store, name:str) -> int: return store.q("SELECT count(*) FROM d
 
 def add_source(store:Store, path:str, # a folder, or `name:folder`
                description:str, # what the folder holds, for the agent (e.g. "Team wiki: runbooks and how-tos")
-               name:Optional[str]=None # the source's name (default: derived from the folder)
+               name:Optional[str]=None, # the source's name (default: derived from the folder)
+               force:bool=False # add it even when a collection already covers the folder (one inside it, or around it)
               ) -> Source:
     "Register a folder as a source with a description, and index it."
     if name is None: name, path = split_spec(path)
@@ -73,7 +74,7 @@ def add_source(store:Store, path:str, # a folder, or `name:folder`
             check_name(name, 'source')
             if name in cols: raise UsageError(f"Source name '{name}' is already used by {cols[name].path}; choose another name")
         else: name = derive_name(folder, set(cols))
-        add_collection(store, str(folder), name=name)
+        add_collection(store, str(folder), name=name, force=force)
         c = store.config.collections[name]; c.description = description.strip(); store.save_config()
     return Source(name, str(folder), c.description, _count(store, name))
 

@@ -6,19 +6,23 @@ Docs: https://qmd-nb.github.io/qmd-nb/oauth.html.md"""
 
 # %% ../nbs/21c_oauth.ipynb #024a25b3
 from __future__ import annotations
-import hmac, html, re, secrets, sys, time
+import hmac, html, json, re, secrets, sys, time
 from urllib.parse import urlsplit
 from .config import QmdError, UsageError, Forbidden, check_name
 from .auth import TokenStore, Principal, SCOPES, token_hash
 
 # %% auto #0
-__all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS', 'MAX_TRIES', 'RATE_LIMITS', 'scope_list',
-           'top_scope', 'printable', 'OAuthServer', 'consent_html', 'consent_routes', 'resource_metadata_url',
-           'oauth_routes']
+__all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS', 'MAX_TRIES', 'MAX_PENDING', 'MAX_FAILURES',
+           'FAILURE_WINDOW', 'MAX_CLIENT_METADATA', 'CODE_ALPHABET', 'RATE_LIMITS', 'scope_list', 'top_scope',
+           'printable', 'OAuthServer', 'TooManyTries', 'approval_code', 'consent_html', 'consent_routes',
+           'resource_metadata_url', 'oauth_routes']
 
 # %% ../nbs/21c_oauth.ipynb #a90b5ef5
 ACCESS_TTL, REFRESH_TTL, CODE_TTL, CONSENT_TTL = 3600, 30 * 86400, 300, 600 # seconds
 MAX_CLIENTS, MAX_TRIES = 100, 5
+MAX_PENDING, MAX_FAILURES, FAILURE_WINDOW = 20, 10, 600 # consent requests kept; wrong approvals (all requests) per window of seconds
+MAX_CLIENT_METADATA = 8192 # bytes of one client's registration (its name, URIs...), as stored
+CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789' # no I, O, 0, 1: easy to read off a terminal
 
 def scope_list(scope:str) -> list[str]:
     "The OAuth scopes a grant of `scope` carries."
@@ -49,11 +53,13 @@ class OAuthServer:
         self.tokens, self.issuer, self.resource = tokens, issuer.rstrip('/'), resource.rstrip('/')
         self.announce = announce or (lambda msg: print(f"qmd-nb: {msg}", file=sys.stderr, flush=True))
         self.pending, self.codes, self.access = {}, {}, {} # consent requests, authorization codes, access tokens (by hash)
+        self.used, self.failures = {}, [] # codes already exchanged (-> their grant), times of wrong approvals
 
     def _prune(self):
         now = time.time()
-        for d, key in ((self.pending, 'until'), (self.codes, 'until'), (self.access, 'until')):
+        for d, key in ((self.pending, 'until'), (self.codes, 'until'), (self.access, 'until'), (self.used, 'until')):
             for k in [k for k, v in d.items() if v[key] < now]: del d[k]
+        self.failures = [t for t in self.failures if t > now - FAILURE_WINDOW]
 
     async def get_client(self, client_id:str):
         from mcp.shared.auth import OAuthClientInformationFull
@@ -64,34 +70,53 @@ class OAuthServer:
         from mcp.server.auth.provider import RegistrationError
         bad = [str(u) for u in info.redirect_uris or [] if not _loopback_or_https(str(u))]
         if bad: raise RegistrationError('invalid_redirect_uri', f"Redirect URIs must be https, or http on a loopback address (got {bad[0]})")
+        meta = info.model_dump(mode='json', exclude_none=True)
+        if (n := len(json.dumps(meta))) > MAX_CLIENT_METADATA: # kept in tokens.json, which every server re-reads when it changes
+            raise RegistrationError('invalid_client_metadata', f"Client metadata too large ({n} bytes; the limit is {MAX_CLIENT_METADATA})")
         def add(d):
             cl, used = d.setdefault('clients', {}), {t.get('client_id') for t in d.get('tokens', [])}
             for cid in sorted((c for c in cl if c not in used), key=lambda c: cl[c].get('client_id_issued_at', 0))[:max(0, len(cl) - MAX_CLIENTS + 1)]: del cl[cid]
-            cl[info.client_id] = info.model_dump(mode='json', exclude_none=True)
+            cl[info.client_id] = meta
         self.tokens.update(add)
 
 # %% ../nbs/21c_oauth.ipynb #4aad6842
+class TooManyTries(QmdError):
+    "Approval by code is paused after too many wrong ones (HTTP 429)."
+    status = 429
+
+def approval_code() -> str:
+    "A one-time approval code: 8 characters of `CODE_ALPHABET` (40 bits), as `ABCD-EFGH`."
+    c = ''.join(secrets.choice(CODE_ALPHABET) for _ in range(8))
+    return f'{c[:4]}-{c[4:]}'
+
+def _code_form(s:str) -> str: return re.sub(r'[\s-]', '', s).upper()
+
 async def _authorize(self:OAuthServer, client, params) -> str:
     "Keep the request, print a one-time code for the owner, and send the browser to the consent page."
     from mcp.server.auth.provider import AuthorizeError
     if params.resource and params.resource.rstrip('/') != self.resource:
         raise AuthorizeError('invalid_target', f"This server issues tokens for {self.resource} only")
     self._prune()
-    rid, code = secrets.token_urlsafe(32), f"{secrets.randbelow(10**8):08d}"
-    self.pending[rid] = dict(client=client, params=params, code=token_hash(code), until=time.time() + CONSENT_TTL, tries=0)
+    while len(self.pending) >= MAX_PENDING: del self.pending[next(iter(self.pending))] # the oldest goes: a flood of requests cannot pile up
+    rid, code = secrets.token_urlsafe(32), approval_code()
+    self.pending[rid] = dict(client=client, params=params, code=token_hash(_code_form(code)), until=time.time() + CONSENT_TTL, tries=0)
     to = urlsplit(str(params.redirect_uri)).netloc
     self.announce(f"OAuth: '{printable(client.client_name or client.client_id)}' asks for access ({printable(' '.join(params.scopes or []) or 'no scope named')}; "
-                  f"it will receive the answer at {printable(to)}). To approve, enter {code[:4]}-{code[4:]} on the page the browser opened (valid 10 minutes).")
+                  f"it will receive the answer at {printable(to)}). To approve, enter {code} on the page the browser opened (valid 10 minutes).")
     return f"{self.issuer}/oauth/consent?request={rid}"
 
 def _approver(self:OAuthServer, req:dict, secret:str) -> Principal:
     "Who approves: the one-time code (the owner, at the server's terminal) or an admin token; Forbidden otherwise."
-    s = (secret or '').strip()
-    digits = re.sub(r'[\s-]', '', s)
-    if digits.isdigit() and hmac.compare_digest(token_hash(digits), req['code']): return Principal('owner', 'admin', None, '', 'owner')
+    s, now = (secret or '').strip(), time.time()
+    self.failures = [t for t in self.failures if t > now - FAILURE_WINDOW]
     p = self.tokens.verify(s)
     if p is not None and p.scope == 'admin': return p
-    req['tries'] += 1
+    if len(self.failures) >= MAX_FAILURES: # the budget of wrong approvals is shared by all requests: new requests bring no new tries
+        wait = int(self.failures[0] + FAILURE_WINDOW - now) // 60 + 1
+        raise TooManyTries(f"Too many wrong approval codes lately: approval by code is paused for {wait} minutes (an admin token still works)")
+    if hmac.compare_digest(token_hash(_code_form(s)), req['code']): return Principal('owner', 'admin', None, '', 'owner')
+    req['tries'] += 1; self.failures.append(now)
+    if len(self.failures) == MAX_FAILURES: self.announce(f"OAuth: {MAX_FAILURES} wrong approval codes in {FAILURE_WINDOW // 60} minutes: approval by code is paused (someone may be guessing)")
     left = MAX_TRIES - req['tries']
     if left <= 0: self.pending = {k: v for k, v in self.pending.items() if v is not req}
     raise Forbidden("Wrong approval code or admin token" + (f" ({left} {'try' if left == 1 else 'tries'} left)" if left > 0 else "; this request is cancelled: start again from the client"))
@@ -126,13 +151,21 @@ def _issue(self:OAuthServer, rec:dict, refresh:str, scope:str|None=None):
     "An access token for a grant, with its refresh token."
     from mcp.shared.auth import OAuthToken
     scope = scope or rec['scope']
+    self._prune() # expired access tokens go (a client refreshing for months keeps one or two)
     access = f"qmdat_{rec['id']}_{secrets.token_urlsafe(32)}"
     self.access[token_hash(access)] = dict(gid=rec['id'], scope=scope, until=time.time() + ACCESS_TTL)
     return OAuthToken(access_token=access, expires_in=ACCESS_TTL, scope=' '.join(scope_list(scope)), refresh_token=refresh)
 
 async def _load_authorization_code(self:OAuthServer, client, code:str):
     c = self.codes.get(code)
+    if c is None and (u := self.used.get(code)): self._end_grant(u['gid'], 'an authorization code was used twice') # RFC 6749 4.1.2
     return c['ac'] if c is not None and c['ac'].client_id == client.client_id and c['until'] >= time.time() else None
+
+def _end_grant(self:OAuthServer, gid:str, why:str):
+    "Revoke a grant and its access tokens because one of its secrets was replayed."
+    self.tokens.update(lambda d: d.update(tokens=[t for t in d.get('tokens', []) if not (t['id'] == gid and t.get('kind') == 'oauth')]))
+    self.access = {k: v for k, v in self.access.items() if v['gid'] != gid}
+    self.announce(f"OAuth: {why}; grant {gid} is revoked (its tokens may have been copied)")
 
 async def _exchange_authorization_code(self:OAuthServer, client, ac):
     "The grant (stored with the API tokens) and its first tokens; a code works once."
@@ -144,6 +177,7 @@ async def _exchange_authorization_code(self:OAuthServer, client, ac):
     rec = dict(id=gid, name=f'oauth-{_slug(client.client_name)}-{gid}', kind='oauth', hash=token_hash(refresh), scope=c['scope'],
                collections=c['collections'], created=time.time(), expires=time.time() + REFRESH_TTL, client_id=client.client_id)
     self.tokens.update(lambda d: d.setdefault('tokens', []).append(rec))
+    self.used[ac.code] = dict(gid=gid, until=c['until'])
     return self._issue(rec, refresh)
 
 def _grant_of(self:OAuthServer, token:str, prefix:str) -> dict|None:
@@ -154,7 +188,10 @@ def _grant_of(self:OAuthServer, token:str, prefix:str) -> dict|None:
 async def _load_refresh_token(self:OAuthServer, client, token:str):
     from mcp.server.auth.provider import RefreshToken
     rec = self._grant_of(token, 'qmdrt')
-    if rec is None or rec.get('client_id') != client.client_id or not hmac.compare_digest(rec['hash'], token_hash(token)): return None
+    if rec is None or rec.get('client_id') != client.client_id: return None
+    if not hmac.compare_digest(rec['hash'], token_hash(token)):
+        if token_hash(token) in rec.get('previous', []): self._end_grant(rec['id'], 'a replaced refresh token was used again')
+        return None
     return RefreshToken(token=token, client_id=client.client_id, scopes=scope_list(rec['scope']), expires_at=int(rec['expires']), subject=rec['name'])
 
 async def _exchange_refresh_token(self:OAuthServer, client, rt, scopes:list[str]):
@@ -164,7 +201,7 @@ async def _exchange_refresh_token(self:OAuthServer, client, rt, scopes:list[str]
     def rotate(d):
         rec = next((t for t in d.get('tokens', []) if t['id'] == rt.token[6:14] and t.get('kind') == 'oauth'), None)
         if rec is None or not hmac.compare_digest(rec['hash'], token_hash(rt.token)): return None
-        rec.update(hash=token_hash(new), expires=time.time() + REFRESH_TTL); return dict(rec)
+        rec.update(hash=token_hash(new), expires=time.time() + REFRESH_TTL, previous=[rec['hash'], *rec.get('previous', [])][:10]); return dict(rec)
     rec = self.tokens.update(rotate)
     if rec is None: raise TokenError('invalid_grant', 'refresh token already used or revoked')
     return self._issue(rec, new, top_scope(scopes) or rec['scope'])
@@ -190,7 +227,7 @@ def _verify_access(self:OAuthServer, secret:str) -> Principal|None:
     if rec is None or rec.get('kind') != 'oauth': return None # revoked (here or with `qmd-nb token revoke`)
     return Principal(rec['name'], a['scope'], None if rec.get('collections') is None else frozenset(rec['collections']), rec['id'], 'oauth')
 
-OAuthServer._issue, OAuthServer._grant_of = _issue, _grant_of
+OAuthServer._issue, OAuthServer._grant_of, OAuthServer._end_grant = _issue, _grant_of, _end_grant
 for _f in (_load_authorization_code, _exchange_authorization_code, _load_refresh_token, _exchange_refresh_token, _load_access_token, _revoke_token, _verify_access):
     setattr(OAuthServer, _f.__name__[1:], _f) # the SDK's provider protocol, and verify_access
 

@@ -11,12 +11,12 @@ import numpy as np
 from .config import UsageError, contexts_for
 from .text import Analyzer, parse_query, raw_tokens, fold
 from .store import Store, DocRow, docs_by_ids, doc_bodies, docid, get_collection
-from .keyword import keyword_index, bm25_norm
+from .keyword import keyword_index, bm25_norm, view_scores
 from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .convert import page_of
 
 # %% auto #0
-__all__ = ['MAX_LIMIT', 'MAX_QUERY', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'keyword_hits',
+__all__ = ['MAX_LIMIT', 'MAX_QUERY', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'keyword_hits', 'view_mask',
            'term_patterns', 'best_line', 'make_snippet', 'context_of', 'to_results', 'search']
 
 # %% ../nbs/06_search.ipynb #d77b9a76
@@ -116,7 +116,7 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
     names = collection_names(store, collection)
     tids = ki.term_ids(an.terms(' '.join(pq.words)))
     if not tids or not ki.n: return []
-    s = bm25_norm(ki.scores(tids), ki.max_score(tids))
+    s = _bm25(store, ki, tids)
     if names: s[~ki.collection_mask(names)] = 0
     if doc_mask is not None: s[~doc_mask] = 0
     f = parse_filter(filter)
@@ -128,6 +128,20 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
     order = _ordered(s, ki.doc_ids, None if check else limit)
     if not check: return [Hit(int(ki.doc_ids[i]), float(s[i])) for i in order[:limit]]
     return _verify(store, ki, s, order, pq.phrases, ex_phrases, limit)
+
+def view_mask(store:Store, ki) -> np.ndarray|None:
+    "The keyword index's documents a view holds (kept per build); None for the whole store."
+    if store.allowed is None: return None
+    key = ('view-mask', str(ki.folder), ki.generation)
+    if key not in store.cache:
+        for k in [k for k in store.cache if isinstance(k, tuple) and k[0] == 'view-mask']: del store.cache[k]
+        store.cache[key] = ki.collection_mask(sorted(store.allowed))
+    return store.cache[key]
+
+def _bm25(store:Store, ki, tids:list[int]) -> np.ndarray:
+    "Normalised BM25 scores: with the whole index's statistics, or a view's own (a token limited to collections must not feel the others)."
+    mask = view_mask(store, ki)
+    return bm25_norm(ki.scores(tids), ki.max_score(tids)) if mask is None else view_scores(ki, tids, mask)
 
 def _verify(store, ki, s, order, phrases, ex_phrases, limit, batch=64) -> list[Hit]:
     "Walk candidates in rank order, keeping those whose text has every phrase and no excluded one."

@@ -176,10 +176,14 @@ def serve(engine, # the engine to serve
     "Serve `engine` until end of input (stdio), Ctrl-C or SIGTERM."
     if transport not in TRANSPORTS: raise QmdError(f"Unknown transport {transport!r}: choose from {', '.join(TRANSPORTS)}")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format='qmd-nb: %(levelname)s %(name)s: %(message)s')
+    for h in logging.getLogger().handlers: h.setLevel(logging.WARNING) # libraries that set their own loggers to DEBUG (bm25s does) stay quiet
     os.umask(0o077) # what the server writes (index, ingested copies, vectors) is its owner's alone
     tools = profiles_ready(engine, tools)
     if transport == 'mcp':
         from qmd_nb.stdio import serve_stdio
+        if sys.stdin.isatty(): # a person typed `qmd-nb mcp`: say what it waits for (MCP clients start it with pipes, and hear nothing)
+            print("qmd-nb: MCP server on stdio, waiting for an MCP client's JSON-RPC messages on this terminal; MCP clients start it "
+                  "themselves ('qmd-nb mcp-config' prints their configuration). Ctrl-D or Ctrl-C stops it.", file=sys.stderr)
         try: return serve_stdio(engine, tools, on_ready=lambda: warm_in_background(engine.start_loading(delay=2.0)))
         finally: engine.close()
     check_port(host, port); check_tls(cert, key)
@@ -225,7 +229,8 @@ def mcp_config(exe:str, # the qmd-nb executable
         "# Claude Code: run", f"claude mcp add qmd-nb{envs} -- {exe} {' '.join(args)}",
         "# VS Code: .vscode/mcp.json in a workspace (or 'MCP: Open User Configuration')", vscode,
         "# VS Code (and any client), over HTTP, while 'qmd-nb serve --transport http' runs" + (" (the token is a secret: keep the file private)" if token else ''), http,
-        "# Claude Code over HTTP: run", f"claude mcp add --transport http qmd-nb {mcp_url}" + (f" --header 'Authorization: Bearer {token}'" if token else ''),
+        "# Claude Code over HTTP: run" + (" (a command's arguments are visible to other local users while it runs, and stay in the shell's history: the .mcp.json entry below keeps the token in a file)" if token else ''),
+        f"claude mcp add --transport http qmd-nb {mcp_url}" + (f" --header 'Authorization: Bearer {token}'" if token else ''),
         "# or in .mcp.json", code_http])
 
 # %% ../nbs/23_serve.ipynb #ffa21df2

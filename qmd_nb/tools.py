@@ -6,21 +6,21 @@ Docs: https://qmd-nb.github.io/qmd-nb/tools.html.md"""
 
 # %% ../nbs/20_tools.ipynb #bdf330d0
 from __future__ import annotations
-import threading
+import json, threading
 from dataclasses import dataclass
 from .config import QmdError, UsageError, time_left, check_path_text
 from .store import Store
-from .auth import confine
+from .auth import confine, read_confined
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult
-from .docs import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc
+from .docs import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc, empty_hint, ADD_COLLECTION, qmd_uri
 from .format import search_summary, status_text, doc_text
 
 # %% auto #0
-__all__ = ['QUERY_GUIDE', 'ModelNotLoaded', 'Engine', 'EngineView', 'confine_path', 'ToolResult', 'text_block', 'error_result',
-           'guarded', 'results_result', 'run_vsearch', 'run_query', 'search_tool', 'vsearch_tool', 'query_tool',
-           'has_vectors_any', 'resource_block', 'get_tool', 'multi_get_tool', 'status_structured',
-           'current_fingerprint', 'status_tool', 'read_document', 'instructions']
+__all__ = ['LIST_PAGE', 'QUERY_GUIDE', 'ModelNotLoaded', 'Engine', 'EngineView', 'confine_path', 'client_reader', 'ToolResult',
+           'text_block', 'error_result', 'guarded', 'results_result', 'run_vsearch', 'run_query', 'search_tool',
+           'vsearch_tool', 'query_tool', 'has_vectors_any', 'resource_block', 'get_tool', 'multi_get_tool',
+           'status_structured', 'current_fingerprint', 'status_tool', 'read_document', 'list_documents', 'instructions']
 
 # %% ../nbs/20_tools.ipynb #78fd2e94
 class ModelNotLoaded(QmdError):
@@ -57,7 +57,7 @@ class Engine:
         with self._lock:
             if not hasattr(self, '_thread'):
                 self._thread = threading.Timer(delay, self._load); self._thread.daemon = True; self._thread.start()
-            elif delay == 0 and not self._began:
+            elif delay == 0 and not self._began and isinstance(self._thread, threading.Timer): # a second impatient tool finds a Thread: it waits
                 self._thread.cancel(); self._thread = threading.Thread(target=self._load, daemon=True); self._thread.start()
         return self
 
@@ -111,7 +111,17 @@ def _view(self:Engine, collections=None, # collections the client may see (None:
 def confine_path(engine, path:str) -> str:
     "`path` itself for the owner; for a client, the resolved path if it lies under its roots or its collections' folders, else `Forbidden`."
     if engine.roots is None: return path
-    return confine(check_path_text(path), [*engine.roots, *(c.path for c in engine.store.config.collections.values())])
+    return confine(check_path_text(path), *_roots(engine))
+
+def _roots(engine) -> tuple[list, list]:
+    "(folders a client may name, folders never served): its roots and collections' folders; every index's files and the tokens."
+    own = [engine.store.paths.cache.parent, engine.store.paths.config_file.parent]
+    return [*engine.roots, *(c.path for c in engine.store.config.collections.values())], own
+
+def client_reader(engine):
+    "How `ingest` reads a client's file: confined again and opened without following a link, when the write queue reaches it (None for the owner)."
+    if engine.roots is None: return None
+    return lambda path, max_bytes: read_confined(path, *_roots(engine), max_bytes) # a file swapped for a link while queued is refused
 
 Engine.view = _view
 
@@ -137,15 +147,18 @@ def guarded(fn):
     wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = fn.__name__, fn.__doc__, fn
     return wrapper
 
-def results_result(results:list[SearchResult], q:str) -> ToolResult:
+def results_result(results:list[SearchResult], q:str,
+                   hint:str|None=None # added to an empty summary: what to run (the index has no collections)
+                  ) -> ToolResult:
     "Search results as the contract gives them: a summary and `structuredContent.results`."
-    return ToolResult([text_block(search_summary(results, q))], {'results': [r.to_dict() for r in results]})
+    return ToolResult([text_block(search_summary(results, q, hint=hint))], {'results': [r.to_dict() for r in results]})
 
 # %% ../nbs/20_tools.ipynb #c3713080
 def run_vsearch(engine:Engine, query:str, limit:int=10, min_score:float=0.3, collection=None,
                 filter:dict|None=None # metadata conditions (see `qmd_nb.filter`)
                ) -> list[SearchResult]:
-    "Semantic search results; `VectorIndexMissing` when there are no vectors for the model yet."
+    "Semantic search results (none, without loading the model, while the index has no collections); `VectorIndexMissing` when there are no vectors yet."
+    if not engine.store.config.collections: return [] # the summary says what to run (`empty_hint`)
     from qmd_nb.vectors import vsearch, has_vectors, VectorIndexMissing # imported on first use: the MCP server starts without them
     emb = engine.embedder
     if not has_vectors(engine.store, emb.fingerprint): raise VectorIndexMissing()
@@ -189,12 +202,12 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
 def search_tool(engine:Engine, query:str, limit:int=10, minScore:float=0, collection:str|None=None, filter:dict|None=None) -> ToolResult:
     "Keyword (BM25) search."
     from qmd_nb.search import search # numpy comes with it: on first use, not at server start
-    return results_result(search(engine.store, query, limit, collection, minScore, filter=filter), query)
+    return results_result(search(engine.store, query, limit, collection, minScore, filter=filter), query, empty_hint(engine.store))
 
 @guarded
 def vsearch_tool(engine:Engine, query:str, limit:int=10, minScore:float=0.3, collection:str|None=None, filter:dict|None=None) -> ToolResult:
     "Semantic (vector) search; an error when there are no vectors yet."
-    return results_result(run_vsearch(engine, query, limit, minScore, collection, filter), query)
+    return results_result(run_vsearch(engine, query, limit, minScore, collection, filter), query, empty_hint(engine.store))
 
 @guarded
 def query_tool(engine:Engine, query:str|None=None, limit:int=10, minScore:float=0, collection:str|None=None,
@@ -204,7 +217,7 @@ def query_tool(engine:Engine, query:str|None=None, limit:int=10, minScore:float=
               ) -> ToolResult:
     "Hybrid search."
     res, text = run_query(engine, query, limit, minScore, collections or collection, searches, intent, rerank, candidateLimit, filter=filter)
-    return results_result(res, text)
+    return results_result(res, text, empty_hint(engine.store))
 
 def has_vectors_any(store:Store) -> bool: return bool(store.q("SELECT 1 FROM embedded LIMIT 1"))
 
@@ -253,6 +266,32 @@ def read_document(engine:Engine, uri:str) -> str:
     path = parse_qmd_uri(uri)
     if not path: raise UsageError(f"Not a document URI: {uri}")
     return doc_text(read_doc(engine.store, find_doc(engine.store, path), line_numbers=True))
+
+# %% ../nbs/20_tools.ipynb #38bc8c4c
+LIST_PAGE = 200
+
+def _cursor(after:tuple|None) -> str|None:
+    import base64
+    return base64.urlsafe_b64encode(json.dumps(list(after)).encode()).decode() if after else None
+
+def _after(cursor:str|None) -> tuple:
+    "The (collection, path) a cursor stands for; UsageError for one this server did not make."
+    import base64, binascii
+    if not cursor: return ('', '')
+    try: c, p = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, TypeError, binascii.Error): raise UsageError(f"Invalid cursor: {cursor[:40]!r}") from None
+    if not (isinstance(c, str) and isinstance(p, str)): raise UsageError(f"Invalid cursor: {cursor[:40]!r}")
+    return c, p
+
+def list_documents(engine:Engine, cursor:str|None=None, # from the previous page's `next_cursor`
+                   limit:int|None=None # documents per page (default `LIST_PAGE`)
+                  ) -> tuple[list[dict], str|None]:
+    "One page of the indexed documents as MCP resources (uri, name, title, mimeType, size), and the cursor of the next page (None: the last)."
+    limit = limit or LIST_PAGE
+    rows = engine.store.q("SELECT collection, path, title, size FROM documents WHERE (collection, path) > (?, ?) "
+                          "ORDER BY collection, path LIMIT ?", (*_after(cursor), limit + 1))
+    page = [dict(uri=qmd_uri(f'{c}/{p}'), name=f'{c}/{p}', title=t, mimeType='text/markdown', size=s) for c, p, t, s in rows[:limit]]
+    return page, _cursor(rows[limit - 1][:2]) if len(rows) > limit else None
 
 # %% ../nbs/20_tools.ipynb #33947283
 QUERY_GUIDE = """# QMD - Quick Markdown Search
@@ -324,8 +363,12 @@ You can also access documents directly via the `qmd://` URI scheme:
 def instructions(engine:Engine) -> str:
     "A summary of the index for the MCP `initialize` answer."
     s = status(engine.store, None)
+    if not s.collections:
+        return ("qmd-nb: local search over the user's documents, but this index has no collections yet, so every search comes back "
+                f"empty. Ask the user to add a folder: `{ADD_COLLECTION}` (then `qmd-nb embed` for semantic search).")
     desc = {n: c.description for n, c in engine.store.config.collections.items()}
     cols = ', '.join(f"{c.name} ({c.documents} docs{': ' + desc[c.name] if desc.get(c.name) else ''})" for c in s.collections) or 'none yet'
     vec = 'available' if has_vectors_any(engine.store) else "not available until 'qmd-nb embed' runs; use search"
     return (f"qmd-nb: local search over {s.total_documents} documents in collections: {cols}. Semantic search (vsearch, query): {vec}. "
-            "Start with search for keywords, query for the best ranking; then get or multi_get to read what you found.")
+            "Start with search for keywords, query for the best ranking; then get or multi_get to read what you found "
+            "(resources/list pages through every document as qmd:// resources).")

@@ -110,21 +110,21 @@ class Ingested:
     library: str
     chunk_count: int
 
-def _ingest(engine, source:str, library, metadata) -> Ingested:
+def _ingest(engine, source:str, library, metadata, read=None) -> Ingested:
     from qmd_nb.ingest import ingest
     library = check_name(_str('library', library), 'library')
     if metadata is not None and not isinstance(metadata, dict): raise UsageError(f"metadata must be an object or null (got {_got(metadata)})")
-    r = ingest(engine.store, source, library, metadata, allow_private=getattr(engine, 'allow_private_urls', False))
+    r = ingest(engine.store, source, library, metadata, allow_private=getattr(engine, 'allow_private_urls', False), read=read)
     return Ingested(r.status, r.doc_id, r.source, r.library, r.chunk_count)
 
 @contract
 def ingest_file(engine, path:str, # a file, absolute or relative to the server's folder
                 library:str='default', metadata:Optional[dict]=None) -> Ingested:
     "Convert a local file and index it in a library (over HTTP: a file under the folders the server may read)."
-    from qmd_nb.tools import confine_path
+    from qmd_nb.tools import confine_path, client_reader
     p = Path(confine_path(engine, check_path_text(_str('path', path)))).expanduser()
     if not p.is_file(): raise NotFound(f"File not found: {path}")
-    return _ingest(engine, str(p.resolve()), library, metadata)
+    return _ingest(engine, str(p.resolve()), library, metadata, client_reader(engine))
 
 @contract
 def ingest_url(engine, url:str, # http:// or https://

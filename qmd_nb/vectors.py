@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/vectors.html.md"""
 
 # %% ../nbs/10_vectors.ipynb #a2ade385
 from __future__ import annotations
-import hashlib, os, time
+import hashlib, os, sys, threading, time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
@@ -41,6 +41,9 @@ def chroma_url(store:Store, env:dict|None=None) -> str|None:
 
 def chroma_client(store:Store, env:dict|None=None):
     "A Chroma client: `HttpClient` when a server URL is set, else a `PersistentClient` in the index folder."
+    # chromadb imports jsonschema, which builds rfc3987-syntax's IRI grammar at import when that package is installed
+    # (JupyterLab brings it): ~1.3 s of CPU in every process that opens vectors, for a format check nothing here uses
+    if 'rfc3987_syntax' not in sys.modules: sys.modules['rfc3987_syntax'] = None # absent: jsonschema skips that check
     import chromadb
     from chromadb.config import Settings
     s = Settings(anonymized_telemetry=False)
@@ -73,6 +76,8 @@ def space_name(fingerprint:str) -> str:
     return 'qmdnb-' + hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
 
 # %% ../nbs/10_vectors.ipynb #8a47f44e
+_OPENING = threading.Lock() # Chroma's client registry is not safe when two threads open the same folder at once (a server's tools and warm-up)
+
 class VectorStore:
     "The chunk vectors of one embedding fingerprint."
     def __new__(cls, store:Store, fingerprint:str, env:dict|None=None):
@@ -81,6 +86,9 @@ class VectorStore:
         return store.cache[key]
 
     def __init__(self, store:Store, fingerprint:str, env:dict|None=None):
+        with _OPENING: self._open(store, fingerprint, env)
+
+    def _open(self, store, fingerprint, env):
         if getattr(self, 'col', None) is not None: return
         self.store, self.fingerprint = store, fingerprint
         key = ('chroma', chroma_url(store, env))
@@ -168,8 +176,13 @@ class EmbedStats:
     chunks: int = 0
     removed: int = 0 # contents whose vectors were dropped (no document uses them)
     seconds: float = 0.0
+    startup: float = 0.0 # seconds until the first vectors came back: loading the model (preparing it, on first use) and its first batch
+    first_chunks: int = 0 # the chunks of that first batch
     @property
-    def rate(self) -> float: return self.chunks / self.seconds if self.seconds else 0.0
+    def rate(self) -> float:
+        "Chunks per second once the model ran (the start-up left out when more chunks followed it)."
+        n, t = self.chunks - self.first_chunks, self.seconds - self.startup
+        return n / t if self.first_chunks and n > 0 and t > 0 else (self.chunks / self.seconds if self.seconds else 0.0)
 
 def token_counter(embedder):
     "The embedder's own word-piece counter (whitespace words for the test embedder)."
@@ -212,10 +225,16 @@ def expected_chunks(docs:int, chunks:int, # contents planned so far, and their c
     return chunks + round((total_docs - docs) * chunks / max(docs, 1))
 
 # %% ../nbs/10_vectors.ipynb #8b303a03
-def _ticker(bar):
+def _ticker(bar, first=None # called with the chunks done when the first vectors come back
+           ):
     "A `progress(done, total)` callback for `Embedder.embed_docs` that advances `bar` batch by batch."
     seen = [0]
-    def tick(done, total): bar.update(done - seen[0]); seen[0] = done
+    def tick(done, total):
+        if first and not seen[0]: first(done)
+        if getattr(bar, 'n', None) == 0 and hasattr(bar, 'reset'): # the first batch: its time includes loading the model, so the
+            bar.reset(bar.total); bar.n = bar.last_print_n = done - seen[0]; bar.refresh() # rate (and ETA) is measured from here
+        else: bar.update(done - seen[0])
+        seen[0] = done
     return tick
 
 def _write(store:Store, vs, fp:str, part:dict, vecs):
@@ -243,6 +262,8 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.embed`)
           env:dict|None=None) -> EmbedStats:
     "Embed what has no vectors yet."
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
+    def started(done):
+        if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env)
         if force:
@@ -259,7 +280,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.embed`)
             for part in parts:
                 texts = [c.embed_text for cs in part.values() for c in cs]
                 set_total(bar, expected_chunks(stats.documents + len(part), stats.chunks + len(texts), len(pending)))
-                vecs = embedder.embed_docs(texts, progress=_ticker(bar)) if texts else None
+                vecs = embedder.embed_docs(texts, progress=_ticker(bar, started)) if texts else None
                 if written: written.result() # in order, and a failed write stops the run
                 written = writer.submit(_write, store, vs, fp, part, vecs)
                 stats.documents += len(part); stats.chunks += len(texts)

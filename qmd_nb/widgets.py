@@ -11,7 +11,7 @@ from .config import QmdError
 from .store import Store
 from .text import Analyzer, parse_query, fold
 from .search import term_patterns, search
-from .docs import Document, get
+from .docs import Document, get, empty_hint
 from .tools import Engine, run_vsearch, run_query, has_vectors_any
 
 # %% auto #0
@@ -110,7 +110,9 @@ class SearchUI:
         except QmdError as e: self.results, self.status.value = [], f'<span style="color:#b00">{html.escape(str(e))}</span>'
         except Exception as e: # the widget's boundary: show any failure in place, never a traceback mid-notebook
             self.results, self.status.value = [], f'<span style="color:#b00">{type(e).__name__}: {html.escape(str(e))}</span>'
-        else: self.status.value = f'{len(self.results)} result{"s" * (len(self.results) != 1)} ({self.mode.value})'
+        else:
+            hint = empty_hint(self.engine.store) if not self.results else None # an index without collections: say what to run
+            self.status.value = f'{len(self.results)} result{"s" * (len(self.results) != 1)} ({self.mode.value})' + (f'. {html.escape(hint)}' if hint else '')
         self.table.value = results_html(self.results, query_patterns(self.query.value)) if self.results else ''
         self._choices()
 
@@ -135,9 +137,8 @@ class SearchUI:
         return W.VBox([W.HBox([self.query, self.mode]), W.HBox([self.collection, self.limit, self.min_score]),
                        self.status, self.table, self.choice, self.doc])
 
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+    def _repr_mimebundle_(self, **kw): # the widget's own bundle: Jupyter draws it, and a captured run (nbdev-test) records it instead of printing
+        return self.widget._repr_mimebundle_(**kw)
 
 def search_ui(source:Store|Engine, # an index, or an engine already serving one
               embedder_factory=None, # () -> embedder (default: the index settings' model)

@@ -24,6 +24,33 @@ def test_default_name_and_masks(qmd, tmp_path):
     assert "Added collection 'My-Docs'" in r.stdout and '2 indexed' in r.stdout
     assert qmd('search', 'beta', '--format', 'files').stdout.strip() == 'My-Docs/b.txt'
 
+def test_default_mask_takes_every_kind_and_counts_the_rest(qmd, tmp_path):
+    "md, txt, pdf, docx and html (the example files) indexed by default; a picture and a dot-file counted as left out."
+    from conftest import ROOT
+    files = ROOT/'examples'/'files'
+    mixed = write_tree(tmp_path/'mixed', {f.name: f.read_bytes() for f in files.iterdir() if f.suffix != '.py'} | {'photo.png': b'\x89PNG', '.draft.md': '# Draft\n'})
+    r = qmd('collection', 'add', mixed, '--name', 'mixed')
+    assert 'mixed: 5 indexed, 0 updated, 0 unchanged, 0 removed, 0 skipped, 1 not matched by the mask (1 .png), 1 hidden (dot-files)' in r.stdout
+    kinds = {d['file'].rsplit('.', 1)[1] for d in qmd.json('multi-get', 'mixed/*', '--json', '--max-bytes', '100000')['results']}
+    assert kinds == {'md', 'txt', 'pdf', 'docx', 'html'}
+    stats = qmd.json('update', '--json')[0]
+    assert (stats['unchanged'], stats['unmatched'], stats['left_out']) == (5, 1, {'.png': 1, 'hidden': 1})
+
+def test_a_folder_is_indexed_once(qmd, notes):
+    qmd('collection', 'add', notes, '--name', 'notes')
+    for folder, why in ((notes, "is already collection 'notes'"), (notes/'cooking', "is inside collection 'notes'"), (notes.parent, "holds collection 'notes'")):
+        r = qmd('collection', 'add', folder, '--name', 'other', ok=False)
+        assert r.returncode == 1 and why in r.stderr and '--force' in r.stderr, r.stderr
+    assert 'other: 2 indexed' in qmd('collection', 'add', notes/'cooking', '--name', 'other', '--force').stdout
+
+def test_empty_index_says_what_to_run(qmd):
+    hint = "Add a folder: qmd-nb collection add PATH --name NAME"
+    for args in (['search', 'rsync'], ['vsearch', 'rsync'], ['query', 'rsync'], ['embed'], ['update']):
+        r = qmd(*args)
+        assert r.returncode == 0 and hint in r.stderr, (args, r.stderr)
+    assert hint in qmd('status').stdout and hint in qmd('collection', 'list').stdout
+    assert qmd.json('status', '--format', 'json')['hint'].endswith(hint)
+
 def test_update_is_incremental(qmd, notes):
     qmd('collection', 'add', notes, '--name', 'notes')
     assert 'notes: 0 indexed, 0 updated, 8 unchanged, 0 removed, 1 skipped' in qmd('update').stdout
@@ -77,8 +104,8 @@ def test_get_variants(qmd, notes):
     assert first(str(notes/'tokyo.md')) == '# 東京'
     docid = qmd.json('search', 'pasta', '--format', 'json')[0]['docid']
     assert first(docid) == '# Pasta' and first(docid.lstrip('#')) == '# Pasta'
-    out = qmd('get', 'journals/2025-05-01.md', '--from', '5', '-l', '3', '--line-numbers').stdout
-    assert out.startswith('5: line 6\n6: line 7\n7: line 8\n\n[... truncated 51 more lines]')
+    part = qmd('get', 'journals/2025-05-01.md', '--from', '5', '-l', '3', '--line-numbers')
+    assert (part.stdout, part.stderr) == ('5: line 6\n6: line 7\n7: line 8\n', '[... truncated 51 more lines: --from 8 reads on]\n') # stdout: the lines asked for
     nf = qmd('get', 'notes/bakup.md', ok=False)
     assert nf.returncode == 1 and nf.stdout == ''
     assert 'Document not found: notes/bakup.md\n\nDid you mean one of these?\n  - notes/backup.md' in nf.stderr
@@ -92,7 +119,8 @@ def test_contexts(qmd, notes):
     assert 'qmd://notes/journals\tDaily journal entries' in qmd('context', 'list').stdout
     r = qmd.json('search', 'rsync daemon', '--format', 'json')[0]
     assert r['context'] == 'Personal knowledge base\n\nDaily journal entries'
-    assert qmd('get', 'journals/2025-05-02.md').stdout.startswith('<!-- Context: Personal knowledge base\n\nDaily journal entries -->')
+    g = qmd('get', 'journals/2025-05-02.md')
+    assert (g.stdout, g.stderr) == ('# May 2\n\nNotes on backups.\n', 'Context: Personal knowledge base / Daily journal entries\n') # stdout: the file
     qmd('context', 'rm', 'qmd://notes/journals')
     assert qmd.json('search', 'rsync daemon', '--format', 'json')[0]['context'] == 'Personal knowledge base'
     assert qmd('context', 'add', 'qmd://missing', 'x', ok=False).returncode == 1
@@ -132,5 +160,5 @@ def test_usage_errors(qmd, notes):
 def test_named_indexes_are_separate(qmd, notes):
     qmd('--index', 'work', 'collection', 'add', notes, '--name', 'notes')
     assert qmd('--index', 'work', 'search', 'pasta', '--format', 'files').stdout.strip() == 'notes/cooking/pasta.md'
-    assert 'No collections yet' in qmd('collection', 'list').stdout
+    assert "The index 'index' has no collections yet" in qmd('collection', 'list').stdout
     assert (qmd.home/'cache'/'work'/'catalog.sqlite').exists() and (qmd.home/'config'/'work.json').exists()

@@ -52,7 +52,10 @@ def test_handshake_revisions(qmd, notes):
         assert s.ask('ping')['result'] == {}
         assert s.ask('foo/bar')['error']['code'] == -32601
         assert s.ask('tools/call', {'name': 'search', 'arguments': {'query': 'rsync'}})['result']['structuredContent']['results'][0]['file'] == 'notes/backup.md'
-        assert s.ask('resources/list')['result']['resources'] == [] # documents are found with the tools, not listed
+        listed = s.ask('resources/list')['result'] # every document, paged (one page here)
+        assert [x['name'] for x in listed['resources']][:2] == ['notes/backup.md', 'notes/big.md'] and len(listed['resources']) == 8
+        assert listed['resources'][0]['uri'] == 'qmd://notes/backup.md' and listed['resources'][0]['mimeType'] == 'text/markdown' and 'nextCursor' not in listed
+        assert s.ask('resources/list', {'cursor': 'bogus'})['error']['code'] == -32602
         assert [t['uriTemplate'] for t in s.ask('resources/templates/list')['result']['resourceTemplates']] == ['qmd://{+path}']
         done = s.ask('completion/complete', {'ref': {'type': 'ref/resource', 'uri': 'qmd://{+path}'}, 'argument': {'name': 'path', 'value': 'notes/coo'}})
         assert done['result']['completion'] == {'values': ['notes/cooking/café.md', 'notes/cooking/pasta.md'], 'total': 2, 'hasMore': False}

@@ -98,10 +98,12 @@ def test_fingerprint(fast, tmp_path):
     assert e.model != fast.model and e.fingerprint != fp and e.max_tokens == 128
     assert HashEmbedder(384).fingerprint != fp
 
-def test_converts_into_empty_cache(tmp_path, reference):
+def test_converts_into_empty_cache(tmp_path, reference, capfd):
     pytest.importorskip('openvino')
     e = OpenVINOEmbedder(cache_dir=tmp_path, precision='bf16') # a fresh machine: the model is converted here, once
     assert cos(e.embed_docs(TEXTS), reference).min() >= 0.999
+    err = capfd.readouterr().err
+    assert 'qmd-nb: preparing the embedding model' in err and 'loss_type' not in err and 'warn' not in err.lower() # progress, no library noise
     assert (e.ir_dir/'model.xml').exists() and not list(e.ir_dir.glob('tmp-*'))
     assert cos(OpenVINOEmbedder(cache_dir=tmp_path, precision='bf16').embed_docs(TEXTS[:2]), reference[:2]).min() >= 0.999 # reused
     q = OpenVINOEmbedder(cache_dir=tmp_path, precision='int8') # quantized once, beside the converted model

@@ -76,7 +76,8 @@ def test_cached_handshake_answers_as_the_sdk_does(qmd, notes):
         assert fast == sdk and fast['result']['protocolVersion'] == (v if v != '1999-01-01' else '2025-11-25'), (v, fast)
         assert s1['result']['structuredContent']['results'][0]['file'] == 'notes/backup.md' and s2 == s1
         assert 'initialize' not in err1 + err2 # no warnings: the cache agreed with the SDK
-    qmd('collection', 'add', notes/'cooking', '--name', 'food') # the index summary is computed afresh, not cached
+    from conftest import write_tree
+    qmd('collection', 'add', write_tree(notes.parent/'food', {'pasta.md': '# Pasta\n', 'soup.md': '# Soup\n'}), '--name', 'food') # the index summary is computed afresh, not cached
     (fast, _), _ = _run_raw(qmd.env, _hello('2025-11-25'), INITIALIZED, SEARCH)
     assert 'food (2 docs)' in fast['result']['instructions'], fast
 

@@ -3,7 +3,7 @@ import asyncio, json, signal, socket, sqlite3, subprocess, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import httpx, pytest
-from conftest import QMD_BIN, write_tree
+from conftest import QMD_BIN, NOTES, Qmd, write_tree
 
 def free_port() -> int:
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
@@ -35,14 +35,25 @@ class Server:
         out, err = self.p.communicate(timeout=30)
         return self.p.returncode, out.decode(), err.decode()
 
-@pytest.fixture
-def server(qmd, notes, tmp_path):
+def _serve_notes(qmd, notes, allow):
     qmd('collection', 'add', notes, '--name', 'notes')
     qmd('context', 'add', 'qmd://notes/journals', 'Daily journal entries')
-    s = Server(qmd, '--allow-path', tmp_path) # the tests add folders and ingest files from there
+    s = Server(qmd, '--allow-path', allow) # the tests add folders and ingest files from there
+    s.qmd = qmd # the command line on the server's index
     yield s
     code, out, err = s.stop()
     assert code == 0 and out == '', (code, out, err)
+
+@pytest.fixture
+def server(qmd, notes, tmp_path):
+    "A server of its own, for a test that changes the index."
+    yield from _serve_notes(qmd, notes, tmp_path)
+
+@pytest.fixture(scope='module')
+def shared(tmp_path_factory):
+    "One server for the tests that only read (each checks the index is as it found it): starting one costs ~5 s."
+    root = tmp_path_factory.mktemp('shared')
+    yield from _serve_notes(Qmd(root/'home'), write_tree(root/'notes', NOTES), root)
 
 def schema_check(openapi:dict, path:str, method:str, status:int, body):
     "Validate a real response body against the OpenAPI description of that operation."
@@ -51,8 +62,8 @@ def schema_check(openapi:dict, path:str, method:str, status:int, body):
     schema = resp['content']['application/json']['schema']
     jsonschema.Draft202012Validator({**schema, 'components': openapi['components']}).validate(body)
 
-def test_rest_contract(server):
-    s = server
+def test_rest_contract(shared):
+    s = shared
     r = s.post('/search', {'query': 'rsync', 'limit': 5}).json()
     assert [x['file'] for x in r['results']] == ['notes/backup.md', 'notes/journals/2025-05-01.md']
     assert r['content'].startswith('Found 2 results for "rsync"\n\n#') and '% notes/backup.md - Backup strategy' in r['content']
@@ -76,7 +87,8 @@ def test_rest_contract(server):
     assert st['collections'][0]['name'] == 'notes' and st['content'].startswith('QMD Index Status:\n  Total documents: 8')
     assert s.get('/health').json()['status'] == 'healthy'
 
-def test_embed_endpoint(server):
+def test_embed_endpoint(shared):
+    server = shared
     e = server.post('/embed', {'texts': ['backups with rsync', 'pasta recipe']}).json()['embeddings']
     assert len(e) == 2 and len(e[0]) == 384 and abs(sum(x * x for x in e[0]) - 1) < 1e-3
     assert server.get('/health').json() == {'status': 'healthy', 'model_loaded': True}
@@ -90,6 +102,10 @@ def test_management_endpoints(server, tmp_path):
     a = s.post('/collections/add', {'name': 'extra', 'path': str(extra), 'glob_pattern': '**/*.md'}).json()
     assert a == {'status': 'added', 'name': 'extra', 'path': str(extra), 'documents': 1, 'content': "Added collection 'extra' with 1 document"}
     assert s.post('/collections/add', {'name': 'extra', 'path': str(extra)}).status_code == 400 # exists already
+    twice = s.post('/collections/add', {'name': 'again', 'path': str(extra)}) # the same folder under another name
+    assert twice.status_code == 400 and "is already collection 'extra'" in twice.json()['detail'] and '"force": true' in twice.json()['detail']
+    assert s.post('/collections/add', {'name': 'again', 'path': str(extra), 'glob_pattern': '**/*.txt', 'force': True}).json()['documents'] == 1
+    assert s.delete('/collections/again').json()['status'] == 'removed'
     assert s.get('/collections').json()['content'] == 'Collections: 2\n- notes (8 docs)\n- extra (1 docs)'
     d = s.get('/collections/extra').json()
     assert (d['documents'], d['pattern']) == (1, '**/*.md') and d['last_indexed']
@@ -158,7 +174,8 @@ BAD = [ # (method, path, body, status, words the detail must contain)
     ('delete', '/contexts/qmd://nope', None, 404, 'qmd://nope'), ('get', '/nope', None, 404, 'Not Found'), ('get', '/search', None, 405, 'Method Not Allowed'),
 ]
 
-def test_bad_input_is_refused_clearly(server, qmd):
+def test_bad_input_is_refused_clearly(shared):
+    server, qmd = shared, shared.qmd
     before = index_state(qmd)
     for method, path, body, status, words in BAD:
         r = server.http.request(method.upper(), path, **({} if body is None else {'json': body}))
@@ -208,7 +225,7 @@ async def _mcp_http(server, fn):
     http = create_mcp_http_client(headers={'Authorization': f'Bearer {server.token}'})
     async with Client(streamable_http_client(server.url + '/mcp', http_client=http)) as c: return await fn(c)
 
-def test_mcp_over_streamable_http(server):
+def test_mcp_over_streamable_http(shared):
     async def run(c):
         out = {'tools': {t.name: t for t in (await c.list_tools()).tools}}
         out['search'] = await c.call_tool('search', {'query': 'rsync', 'limit': 5})
@@ -220,7 +237,7 @@ def test_mcp_over_streamable_http(server):
         out['doc'] = await c.read_resource('qmd://notes/cooking/pasta.md')
         out['prompt'] = await c.get_prompt('query')
         return out
-    o = asyncio.run(_mcp_http(server, run))
+    o = asyncio.run(_mcp_http(shared, run))
     assert set(o['tools']) == {'search', 'vsearch', 'query', 'get', 'multi_get', 'status'}
     assert o['search'].content[0].text.startswith('Found 2 results for "rsync":') and o['search'].structured_content['results'][0]['file'] == 'notes/backup.md'
     assert o['vsearch'].is_error and 'Vector index not found' in o['vsearch'].content[0].text
@@ -230,7 +247,8 @@ def test_mcp_over_streamable_http(server):
     assert o['bad'].is_error and 'limit' in o['bad'].content[0].text
     assert o['doc'].contents[0].text.startswith('1: # Pasta') and o['prompt'].messages[0].content.text.startswith('# QMD')
 
-def test_server_mode_prints_what_local_mode_prints(server, qmd):
+def test_server_mode_prints_what_local_mode_prints(shared):
+    server, qmd = shared, shared.qmd
     for fmt in ('cli', 'json', 'files'):
         local = qmd('search', 'rsync', '--format', fmt).stdout
         remote = qmd('search', 'rsync', '--format', fmt, '--mode', 'server', '--server', server.url).stdout
@@ -255,7 +273,8 @@ def test_both_transports_in_one_process(qmd, notes):
     assert s.p.wait(timeout=30) == 0
     assert s.p.stdout.read() == b'' # nothing but protocol messages on stdout
 
-def test_port_in_use(qmd, server):
+def test_port_in_use(shared):
+    qmd, server = shared.qmd, shared
     r = qmd('serve', '--port', server.port, ok=False)
     assert r.returncode == 1 and f'Cannot listen on 127.0.0.1:{server.port}' in r.stderr
 
@@ -290,7 +309,8 @@ MCP_BAD = [ # (tool, arguments, words the error must contain)
     ('multi_get', {'pattern': 'x', 'maxBytes': -1}, 'maxBytes'),
 ]
 
-def test_mcp_bad_input_is_refused_clearly(server, qmd):
+def test_mcp_bad_input_is_refused_clearly(shared):
+    server, qmd = shared, shared.qmd
     before = index_state(qmd)
     async def run(c):
         out = [(t, a, await c.call_tool(t, a)) for t, a, _ in MCP_BAD]

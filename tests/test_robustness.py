@@ -71,6 +71,6 @@ def test_unreadable_and_odd_files(qmd, tmp_path):
     skipped = 3 if os.geteuid() != 0 else 2 # root can read a 0-mode file
     assert f'odd: {7 - skipped} indexed, 0 updated, 0 unchanged, 0 removed, {skipped} skipped' in r.stdout
     assert 'latin1.md: not UTF-8 text' in r.stderr and 'nul.md: binary content' in r.stderr
-    assert qmd('get', 'crlf.md').stdout == '# Win\nline two\n\n'
+    assert qmd('get', 'crlf.md').stdout == '# Win\nline two\n' # the text as stored: line ends made \n, nothing added
     assert qmd('get', 'bom.md').stdout.startswith('# Bom')
     assert qmd('search', 'bom', '--format', 'files').stdout.strip() == 'odd/bom.md'

@@ -11,13 +11,15 @@ def test_embed_vsearch_query(qmd, notes):
     assert 'Needs embedding: 8' in qmd('status').stdout
     out = qmd('embed').stdout
     assert out.startswith('Embedded 8 documents (') and 'chunks/s' in out
-    assert 'Needs embedding: 0' in qmd('status').stdout and 'Vector index: yes' in qmd('status').stdout
+    st = qmd('status').stdout
+    assert 'Needs embedding: 0' in st and 'Vector index: yes' in st
     v = qmd.json('vsearch', 'how do I keep copies of my data safe', '--format', 'json')
     assert v[0]['file'] == 'notes/backup.md' and all(r['score'] >= 0.3 for r in v)
     assert qmd.json('vsearch', 'italian food cooking', '-n', '1', '--format', 'json')[0]['file'] == 'notes/cooking/pasta.md'
     assert [r['file'] for r in qmd.json('vsearch', 'coffee', '-c', 'notes', '--min-score', '0.1', '--format', 'json')][0] == 'notes/cooking/café.md'
     h = qmd.json('query', 'how do I keep copies of my data safe', '--explain', '--format', 'json')
-    assert h[0]['file'] == 'notes/backup.md'
+    assert h[0]['file'] == 'notes/backup.md' and all(r['score'] >= 0.01 for r in h) # no 0.00 tail without -n
+    assert qmd('query', 'the of and to a').stdout.strip() == 'No results found for "the of and to a"' # as search and vsearch say
     e = h[0]['explain']
     assert {'lex:user', 'vec:user'} & set(e['lists']) and e['final'] == h[0]['score'] and 'rerank' in e
     text = qmd('query', 'nightly rsync backup', '--explain').stdout

@@ -1,25 +1,35 @@
 #!/usr/bin/env bash
-# Set up, index and embed the example notes that ship with qmd-nb into a demo index under .demo/, search them
-# (keyword, then hybrid), then serve them: REST on http://127.0.0.1:18765 and MCP (Streamable HTTP) at /mcp, until Ctrl-C.
-# Requests need a bearer token: the server makes the default one in .demo/config/token on first use. PORT=... picks another port.
+# Set up, index and embed the example notes that ship with qmd-nb into a demo index under .demo/ (apart from your own
+# index), search them (keyword, then hybrid), then serve them: REST on http://127.0.0.1:18765 and MCP (Streamable HTTP)
+# at /mcp, until Ctrl-C. Requests need a bearer token: the server makes the default one in .demo/config/token on first
+# use. PORT=... picks another port. The embedding model is prepared once in qmd-nb's usual cache
+# folder, so your own index later finds it ready.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 export QMD_NB_HOME="$PWD/.demo" HF_HUB_OFFLINE=1
+export QMD_NB_MODEL_CACHE="${QMD_NB_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/qmd-nb/models}"
 Q=.venv/bin/qmd-nb
 $Q collection list | grep -q '^notes' || $Q collection add examples/notes --name notes
 $Q context add qmd://notes/meetings "Meeting notes of the home-lab team" >/dev/null
 $Q update
-echo; echo '$ qmd-nb search "restore drill"'; $Q search "restore drill" -n 3
-echo; echo '$ qmd-nb embed'; $Q embed 2>/dev/null
+echo; echo '$ qmd-nb search "restore drill" -n 3'; $Q search "restore drill" -n 3
+echo; echo '$ qmd-nb embed'; $Q embed
 echo; echo '$ qmd-nb query "how do we make sure backups can be restored" -n 3'; $Q query "how do we make sure backups can be restored" -n 3
 echo; echo '$ qmd-nb get notes/guides/backups.md:10 -l 5 --line-numbers'; $Q get notes/guides/backups.md:10 -l 5 --line-numbers
 echo; $Q status
 PORT=${PORT:-18765}
-echo; echo "MCP clients: 'QMD_NB_HOME=$QMD_NB_HOME .venv/bin/qmd-nb mcp-config --port $PORT' prints their configuration (the HTTP ones carry the token)."
-echo "Serving on http://127.0.0.1:$PORT (Ctrl-C stops). Try, from another terminal (the token is made when the server starts):"
-echo "  TOKEN=\$(cat $QMD_NB_HOME/config/token)"
-echo "  curl -s -X POST http://127.0.0.1:$PORT/search -H \"Authorization: Bearer \$TOKEN\" -H 'Content-Type: application/json' -d '{\"query\": \"restore drill\", \"limit\": 3}'"
-echo "  QMD_NB_HOME=$QMD_NB_HOME .venv/bin/qmd-nb query 'how do we make sure backups can be restored' --mode server --server http://127.0.0.1:$PORT   # sends the token itself"
-echo "  QMD_NB_HOME=$QMD_NB_HOME .venv/bin/qmd-nb token create --scope read --collections notes --name demo   # a read-only token for one collection"
+cat <<MSG
+
+To use the demo index from your shell (qmd-nb search, vsearch, query, get, ...):
+  source .venv/bin/activate; export QMD_NB_HOME=$QMD_NB_HOME
+Without QMD_NB_HOME, qmd-nb uses your own index (empty until 'qmd-nb collection add PATH --name NAME').
+MCP clients: 'QMD_NB_HOME=$QMD_NB_HOME .venv/bin/qmd-nb mcp-config --port $PORT' prints their configuration (the HTTP ones carry the token).
+
+Serving on http://127.0.0.1:$PORT (Ctrl-C stops). Try, from another terminal (the token is made when the server starts):
+  TOKEN=\$(cat $QMD_NB_HOME/config/token)
+  curl -s -X POST http://127.0.0.1:$PORT/search -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' -d '{"query": "restore drill", "limit": 3}'
+  QMD_NB_HOME=$QMD_NB_HOME .venv/bin/qmd-nb query 'how do we make sure backups can be restored' --mode server --server http://127.0.0.1:$PORT   # sends the token itself
+  QMD_NB_HOME=$QMD_NB_HOME .venv/bin/qmd-nb token create --scope read --collections notes --name demo   # a read-only token for one collection
+MSG
 exec $Q serve --transport http --port "$PORT"

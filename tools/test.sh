@@ -2,6 +2,8 @@
 # Set up and run every test: notebooks clean and exported as committed, notebook tests, then pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SECONDS=0
+trap 'echo "tools/test.sh: wall time $((SECONDS / 60))m$((SECONDS % 60))s"' EXIT
 bash tools/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 B=.venv/bin
@@ -13,9 +15,10 @@ if [ -n "$(git status --porcelain -- nbs qmd_nb)" ]; then
   echo "FAIL: notebooks are not clean or qmd_nb/ differs from what the notebooks export" >&2
   exit 1
 fi
-echo "== README.md is nbs/index.ipynb; nbs/sidebar.yml lists every notebook"
+echo "== README.md is nbs/index.ipynb; nbs/sidebar.yml lists every notebook; nbdev-docs runs every notebook as nbdev-test does"
 $B/python tools/readme.py --check
 $B/python tools/render_docs.py --check-sidebar
+$B/python tools/check_docs_exec.py --run
 echo "== every text file opened with an explicit encoding (a model load switches the locale to ASCII for a moment)"
 $B/python tools/lint_encoding.py qmd_nb tests bench tools
 echo "== nbdev-test"
