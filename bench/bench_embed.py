@@ -25,7 +25,7 @@ def make_chunks(n:int, size:int=250, least:int=200) -> list[str]:
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(os.path.join(model_dir(), 'tokenizer.json')); tok.no_truncation(); tok.no_padding()
     out, cur = [], ''
-    with open(SCIFACT/'corpus.jsonl') as f:
+    with open(SCIFACT/'corpus.jsonl', encoding='utf-8') as f:
         for line in f:
             d = json.loads(line); cur = f"{cur} {d['title']} {d['text']}".strip()
             enc = tok.encode(cur, add_special_tokens=False)
@@ -37,7 +37,7 @@ def make_chunks(n:int, size:int=250, least:int=200) -> list[str]:
     return out
 
 def queries(n:int) -> list[str]:
-    with open(SCIFACT/'queries.jsonl') as f: return [json.loads(l)['text'] for l in f][:n]
+    with open(SCIFACT/'queries.jsonl', encoding='utf-8') as f: return [json.loads(l)['text'] for l in f][:n]
 
 def cosines(a, b):
     a = a / np.linalg.norm(a, axis=1, keepdims=True); b = b / np.linalg.norm(b, axis=1, keepdims=True)

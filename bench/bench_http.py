@@ -1,6 +1,6 @@
 """HTTP figures (issue: MCP server and REST API), measured on this machine against a real `qmd-nb serve --transport http`.
 
-Usage: python bench/bench_http.py [--home DIR] [--requests 2000] [--clients 16] [--auth-only]
+Usage: python bench/bench_http.py [--home DIR] [--requests 2000] [--clients 16] [--auth-only] [--case all|latency|load|mixed] [--seconds 60] [--load-clients 32]
 
 On tldr-pages (indexed and embedded once into --home, default /tmp/qmd-nb-bench-http, reused on later runs) prints:
 REST /search p50, MCP `search` tool call over Streamable HTTP p50 (the SDK's client), warm hybrid /query and MCP `query`
@@ -10,8 +10,12 @@ the reranker's sentence-window vectors, which the script waits for), and N concu
 cost of that is measured side by side first: the same REST /search and /get requests, interleaved, against a second
 server on the same index started with --no-auth (goal: at most 0.5 ms more at p50). --auth-only measures just that
 (no embedding, no warm-up wait).
+
+Two timed cases (issue 14): `load`, --load-clients (32) clients sending mixed search/get requests for --seconds (60), with
+the server's memory at the start, every sixth of the run, and the end (warm-up, or growth?); `mixed`, the same clients searching while another process adds and removes a
+collection (tldr's linux pages) again and again: errors, p50, p99, requests/s and the writer's cycles.
 """
-import argparse, asyncio, json, os, random, socket, statistics, subprocess, sys, time
+import argparse, asyncio, contextlib, json, os, random, socket, statistics, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import httpx
@@ -24,11 +28,11 @@ sys.path.insert(0, str(ROOT/'bench'))
 def pct(xs, p): xs = sorted(xs); return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 def setup(home:str, env:dict, embed:bool=True):
-    st = json.loads(subprocess.run([QMD, 'status', '--json'], env=env, capture_output=True, text=True, check=True).stdout)
+    st = json.loads(subprocess.run([QMD, 'status', '--json'], env=env, capture_output=True, text=True, check=True, encoding='utf-8').stdout)
     if not st['collections']:
         subprocess.run([QMD, 'collection', 'add', str(DATA/'tldr-pages'), '--name', 'tldr'], env=env, check=True, capture_output=True)
     if not embed: return
-    t = time.time(); r = subprocess.run([QMD, 'embed'], env=env, check=True, capture_output=True, text=True)
+    t = time.time(); r = subprocess.run([QMD, 'embed'], env=env, check=True, capture_output=True, text=True, encoding='utf-8')
     print(f"setup: {r.stdout.strip()} ({time.time() - t:.0f} s)", flush=True)
 
 def start(env, *args, model=True):
@@ -43,7 +47,7 @@ def start(env, *args, model=True):
         except httpx.TransportError: pass
         time.sleep(0.1)
     if '--no-auth' in args: return p, url, {}
-    return p, url, {'Authorization': f"Bearer {(Path(env['QMD_NB_HOME'])/'config'/'token').read_text().strip()}"}
+    return p, url, {'Authorization': f"Bearer {(Path(env['QMD_NB_HOME'])/'config'/'token').read_text(encoding='utf-8').strip()}"}
 
 def auth_overhead(a:tuple, b:tuple, path:str, bodies:list, warm:int=30) -> dict:
     "p50 of the same requests to two servers (a: with its token, b: --no-auth), interleaved so both see the same machine load."
@@ -118,8 +122,79 @@ def concurrent_load(url, qs, files, n_requests, n_clients, headers=None):
     lat = [x for l, _ in res for x in l]
     return dict(requests=len(lat), errors=sum(e for _, e in res), p50_ms=statistics.median(lat), p99_ms=pct(lat, 99), rps=len(lat) / wall)
 
+def timed_load(url, hdr, qs, files, seconds:float, n_clients:int, gets:float=0.3) -> dict:
+    "n_clients threads, each with its own connection, sending random search (and `gets` share of get) requests for `seconds`."
+    end, samples = time.time() + seconds, []
+    def client(k):
+        rng, lat, errors = random.Random(k), [], 0
+        with httpx.Client(base_url=url, timeout=60, headers=hdr) as c:
+            while time.time() < end:
+                path, body = ('/get', {'file': rng.choice(files), 'max_lines': 50}) if rng.random() < gets else ('/search', {'query': rng.choice(qs), 'limit': 10})
+                t = time.perf_counter()
+                try: r = c.post(path, json=body); ok = r.status_code == 200
+                except httpx.HTTPError as e: ok, r = False, e
+                lat.append((time.perf_counter() - t) * 1000)
+                if not ok:
+                    errors += 1
+                    if len(samples) < 5: samples.append(f"{path}: {getattr(r, 'status_code', '')} {getattr(r, 'text', r)!s:.200}")
+        return lat, errors
+    t = time.time()
+    with ThreadPoolExecutor(n_clients) as ex: res = list(ex.map(client, range(n_clients)))
+    wall = time.time() - t
+    lat = [x for l, _ in res for x in l]
+    return dict(requests=len(lat), errors=sum(e for _, e in res), p50_ms=statistics.median(lat), p99_ms=pct(lat, 99),
+                max_ms=max(lat), rps=len(lat) / wall, samples=samples)
+
+def churn(env, folder, stop) -> dict:
+    "Another process adding and removing a collection until `stop` is set: cycles done, failures."
+    out = dict(cycles=0, failures=[])
+    while not stop.is_set():
+        for args in (['collection', 'add', str(folder), '--name', 'churn'], ['collection', 'remove', 'churn']):
+            r = subprocess.run([QMD, *args], env=env, capture_output=True, text=True, encoding='utf-8')
+            if r.returncode: out['failures'].append(r.stderr[-300:])
+        out['cycles'] += 1
+    return out
+
+def rss_mib(pid):
+    for line in Path(f'/proc/{pid}/status').read_text(encoding='utf-8').splitlines():
+        if line.startswith('VmRSS'): return int(line.split()[1]) / 1024
+
+@contextlib.contextmanager
+def sampled(pid, every:float):
+    "The server's memory (MiB) every `every` seconds while the block runs: whether it levels off or keeps growing."
+    import threading
+    seen, stop = [], threading.Event()
+    def watch():
+        while not stop.wait(every): seen.append(rss_mib(pid))
+    th = threading.Thread(target=watch, daemon=True); th.start()
+    try: yield seen
+    finally: stop.set(); th.join()
+
+def report(name, load):
+    print(f"{name}: {load['requests']} requests, {load['errors']} errors, p50 {load['p50_ms']:.1f} ms, p99 {load['p99_ms']:.1f} ms, "
+          f"max {load['max_ms']:.0f} ms, {load['rps']:.0f} requests/s" + ''.join(f"\n  error: {s}" for s in load['samples']), flush=True)
+
+def timed_cases(p, url, hdr, env, qs, files, a):
+    if a.case in ('all', 'load'):
+        rss0 = rss_mib(p.pid)
+        with sampled(p.pid, a.seconds / 6) as seen: load = timed_load(url, hdr, qs, files, a.seconds, a.load_clients)
+        rss1 = rss_mib(p.pid)
+        report(f"{a.load_clients} clients for {a.seconds:g} s, mixed search/get", load)
+        print(f"  server memory {rss0:.0f} MiB at the start, {rss1:.0f} MiB at the end ({rss1 - rss0:+.0f} MiB); "
+              f"every {a.seconds / 6:g} s: {' '.join(f'{m:.0f}' for m in seen)} MiB", flush=True)
+    if a.case in ('all', 'mixed'):
+        import threading
+        stop, box = threading.Event(), {}
+        w = threading.Thread(target=lambda: box.update(churn(env, DATA/'tldr-pages'/'linux', stop))); w.start()
+        try:
+            rss0 = rss_mib(p.pid); load = timed_load(url, hdr, qs, files, a.seconds, a.load_clients, gets=0.0); rss1 = rss_mib(p.pid)
+        finally: stop.set(); w.join()
+        report(f"{a.load_clients} clients searching for {a.seconds:g} s while another process adds and removes a collection", load)
+        print(f"  writer: {box['cycles']} add/remove cycles, {len(box['failures'])} failures{' ' + box['failures'][0] if box['failures'] else ''}; "
+              f"server memory {rss0:.0f} -> {rss1:.0f} MiB", flush=True)
+
 def peak_mib(pid):
-    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+    for line in Path(f'/proc/{pid}/status').read_text(encoding='utf-8').splitlines():
         if line.startswith('VmHWM'): return int(line.split()[1]) / 1024
 
 def main():
@@ -127,6 +202,8 @@ def main():
     ap.add_argument('--home', default='/tmp/qmd-nb-bench-http'); ap.add_argument('--requests', type=int, default=2000)
     ap.add_argument('--clients', type=int, default=16)
     ap.add_argument('--auth-only', action='store_true', help='only the cost of authentication (no embedding, no warm-up)')
+    ap.add_argument('--case', choices=('all', 'latency', 'load', 'mixed'), default='all', help='latency: the p50s and the request-count load')
+    ap.add_argument('--seconds', type=float, default=60); ap.add_argument('--load-clients', type=int, default=32)
     a = ap.parse_args()
     env = {**os.environ, 'QMD_NB_HOME': a.home, 'HF_HUB_OFFLINE': '1'}
     setup(a.home, env, embed=not a.auth_only)
@@ -135,6 +212,7 @@ def main():
     try:
         qs = queries()
         files = [r['file'] for q in qs[:40] for r in httpx.post(url + '/search', json={'query': q, 'limit': 3}, headers=hdr).json()['results']]
+        if a.case in ('load', 'mixed'): return timed_cases(p, url, hdr, env, qs, files, a)
         if not a.auth_only: print(f"reranker warm-up (sentence windows of every document, kept in the catalog): waited {wait_warm(a.home):.0f} s", flush=True)
         for path, bodies in (('/search', [{'query': q, 'limit': 10} for q in qs] * 3), ('/get', [{'file': f, 'max_lines': 50} for f in files] * 6)):
             o = auth_overhead((url, hdr), (url2, {}), path, bodies)
@@ -158,6 +236,7 @@ def main():
         print(f"{a.clients} concurrent clients, {load['requests']} mixed search/get requests: {load['errors']} errors, "
               f"p50 {load['p50_ms']:.1f} ms, p99 {load['p99_ms']:.1f} ms, {load['rps']:.0f} requests/s", flush=True)
         print(f"server peak memory {peak_mib(p.pid):.0f} MiB", flush=True)
+        if a.case == 'all': timed_cases(p, url, hdr, env, qs, files, a)
     finally:
         for proc in (p, p2): proc.terminate(); proc.wait(30)
 

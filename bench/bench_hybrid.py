@@ -60,10 +60,10 @@ def embed_cli(home):
     for line in open(DATA/'scifact'/'corpus.jsonl', encoding='utf-8'):
         d = json.loads(line); (folder/f"{d['_id']}.md").write_text(f"# {d['title']}\n\n{d['text']}\n", encoding='utf-8')
     env = {**os.environ, 'QMD_NB_HOME': home}
-    listed = subprocess.run([QMD, '--index', 'scifact', 'collection', 'list'], env=env, check=True, capture_output=True, text=True).stdout
+    listed = subprocess.run([QMD, '--index', 'scifact', 'collection', 'list'], env=env, check=True, capture_output=True, text=True, encoding='utf-8').stdout
     if not listed.startswith('scifact\t'): # a second run on the same --home embeds everything again with -f
         subprocess.run([QMD, '--index', 'scifact', 'collection', 'add', str(folder), '--name', 'scifact'], env=env, check=True, capture_output=True)
-    t = time.time(); r = subprocess.run([QMD, '--index', 'scifact', 'embed', *(['-f'] if listed.startswith('scifact\t') else [])], env=env, capture_output=True, text=True)
+    t = time.time(); r = subprocess.run([QMD, '--index', 'scifact', 'embed', *(['-f'] if listed.startswith('scifact\t') else [])], env=env, capture_output=True, text=True, encoding='utf-8')
     print(f"qmd-nb embed of SciFact (5,183 files): {time.time() - t:.1f} s -- {r.stdout.strip()}", flush=True)
 
 def main():

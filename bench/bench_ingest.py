@@ -35,7 +35,7 @@ def make_docx(rng, i):
 
 def run(env, *args):
     t = time.perf_counter()
-    r = subprocess.run([str(Path(sys.executable).parent/'qmd-nb'), *map(str, args)], env=env, capture_output=True, text=True)
+    r = subprocess.run([str(Path(sys.executable).parent/'qmd-nb'), *map(str, args)], env=env, capture_output=True, text=True, encoding='utf-8')
     if r.returncode: sys.exit(f"qmd-nb {' '.join(map(str, args))} failed: {r.stderr}")
     return time.perf_counter() - t, r
 
@@ -64,7 +64,7 @@ def main():
     t = time.perf_counter(); stats = {}
     for f in sorted(src.iterdir()):
         r = ingest(st, str(f), 'bench', reindex=False); stats[r.status] = stats.get(r.status, 0) + 1
-    keyword_index(st)
+    keyword_index(st, rebuild_stale=True)
     secs2 = time.perf_counter() - t
     print(f"ingest() one file at a time, in process (no pool), keyword index once: {secs2:.1f} s, {n / secs2:.0f} files/s {stats}")
     st.close()

@@ -31,7 +31,7 @@ def process_figures(env):
     srch = [run(['search', 'archive files with tar', '-n', '10'], env) for _ in range(10)]
     probe = ("import sys; from qmd_nb.cli import main; main(['search', 'compress files', '-n', '5']); "
              "print('HEAVY', [m for m in ('torch', 'chromadb', 'sentence_transformers') if m in sys.modules], file=sys.stderr)")
-    heavy = subprocess.run([sys.executable, '-c', probe], env=env, capture_output=True, text=True).stderr.strip().split('HEAVY ')[-1]
+    heavy = subprocess.run([sys.executable, '-c', probe], env=env, capture_output=True, text=True, encoding='utf-8').stderr.strip().split('HEAVY ')[-1]
     return dict(first_index_s=first, first_index_peak_mib=first_mib, update_nochange_s=statistics.median(upd),
                 search_process_s=statistics.median(s[0] for s in srch), search_process_p90_s=pct([s[0] for s in srch], 90),
                 search_peak_mib=max(s[1] for s in srch), heavy_imports=heavy)
@@ -69,7 +69,7 @@ def synthetic(n, env):
     put_docs(st, docs)
     from qmd_nb.config import Collection
     st.config.collections = {c: Collection(c, '/nonexistent') for c in ('small', 'big')}
-    keyword_index(st); build = time.perf_counter() - t
+    keyword_index(st, rebuild_stale=True); build = time.perf_counter() - t
     qs = [' '.join(vocab[int(j)] for j in rng.integers(10, 5000, size=3)) for _ in range(200)]
     for q in qs[:20]: search(st, q)
     def timed(**kw):
@@ -85,9 +85,9 @@ def main():
     env = {**os.environ, 'QMD_NB_HOME': home}
     out = process_figures(env)
     out.update(inprocess_tldr({'QMD_NB_HOME': home}))
-    r = subprocess.run([sys.executable, str(ROOT/'bench'/'known_item.py'), '--home', home], capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, str(ROOT/'bench'/'known_item.py'), '--home', home], capture_output=True, text=True, env=env, encoding='utf-8')
     out['known_item'] = r.stdout.split('\n')[1]
-    r = subprocess.run(QMD + ['eval', str(DATA/'scifact'), '--mode', 'search', '--json'], capture_output=True, text=True, env=env)
+    r = subprocess.run(QMD + ['eval', str(DATA/'scifact'), '--mode', 'search', '--json'], capture_output=True, text=True, env=env, encoding='utf-8')
     out['scifact_search'] = json.loads(r.stdout)
     if not a.skip_synthetic: out.update(synthetic(a.synthetic, {'QMD_NB_HOME': home}))
     for k, v in out.items(): print(f"{k:28s} {v:.3f}" if isinstance(v, float) else f"{k:28s} {v}")

@@ -26,7 +26,7 @@ def pct(xs, p): xs = sorted(xs); return xs[min(len(xs) - 1, int(round(p / 100 * 
 
 def peak_mib(pid:int) -> float:
     "The process's peak resident memory so far."
-    for l in Path(f'/proc/{pid}/status').read_text().splitlines():
+    for l in Path(f'/proc/{pid}/status').read_text(encoding='utf-8').splitlines():
         if l.startswith('VmHWM:'): return int(l.split()[1]) / 1024
     raise RuntimeError('no VmHWM')
 
@@ -105,7 +105,7 @@ def _server_pid():
     for p in Path('/proc').iterdir():
         if not p.name.isdigit(): continue
         try:
-            st = (p/'stat').read_text(); cmd = (p/'cmdline').read_bytes().split(b'\0')
+            st = (p/'stat').read_text(encoding='utf-8'); cmd = (p/'cmdline').read_bytes().split(b'\0')
         except OSError: continue
         if int(st.rsplit(')', 1)[1].split()[1]) == os.getpid() and b'mcp' in cmd: kids.append(int(p.name))
     return max(kids) if kids else None
@@ -119,7 +119,7 @@ def main():
     home = a.home or tempfile.mkdtemp(prefix='qmdnb-bench-mcp-')
     env = {k: v for k, v in os.environ.items() if k != 'PYTHONDONTWRITEBYTECODE'}
     env.update(QMD_NB_HOME=home, HF_HUB_OFFLINE='1')
-    st = json.loads(subprocess.run([QMD, 'status', '--json'], env=env, capture_output=True, text=True, check=True).stdout)
+    st = json.loads(subprocess.run([QMD, 'status', '--json'], env=env, capture_output=True, text=True, check=True, encoding='utf-8').stdout)
     if not any(c['name'] == 'tldr' for c in st['collections']):
         t = time.perf_counter()
         subprocess.run([QMD, 'collection', 'add', str(DATA/'tldr-pages'), '--name', 'tldr'], env=env, check=True, capture_output=True)

@@ -264,7 +264,8 @@ def confine(path:str, # a path a client sent
     "The resolved absolute `path` if it lies under one of `roots` and none of `deny` (nor /proc, /sys, /dev), else `Forbidden`."
     if not isinstance(path, str) or not path.strip(): raise UsageError("path must be a non-empty string")
     if not os.path.isabs(os.path.expanduser(path.strip())): raise Forbidden(f"Path not allowed: {path} (give an absolute path)")
-    real = os.path.realpath(os.path.expanduser(path.strip()))
+    try: real = os.path.realpath(os.path.expanduser(path.strip()))
+    except OSError as e: raise Forbidden(f"Path not allowed: {path} changed while it was checked ({e.strerror})") from None # a link swapped mid-resolution
     if any(_under(real, os.path.realpath(d)) or _under(os.path.realpath(d), real) for d in deny) or any(_under(real, d) for d in NEVER_SERVED):
         raise Forbidden(f"Path not allowed: {path} holds qmd-nb's own files (tokens, index) or system pseudo-files, which are never served")
     if any(_under(real, root) for root in _intact(roots)): return real

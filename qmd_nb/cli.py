@@ -104,9 +104,12 @@ def cmd_update(a):
 def cmd_search(a):
     "search"
     from qmd_nb.search import search
-    from qmd_nb.format import format_results
-    if a.mode == 'server': res = _remote(a, 'search')
-    else: st = _store(a); _hint(st); res = search(st, a.query, a.n, a.collection, a.min_score, filter=_filter(a))
+    st = None if a.mode == 'server' else _store(a)
+    if st is not None: _hint(st)
+    res = _remote(a, 'search') if st is None else search(st, a.query, a.n, a.collection, a.min_score, filter=_filter(a))
+    if st is not None and getattr(st.cache.get('keyword'), 'stale', False):
+        print("Note: the keyword index is behind the catalog (an update is running, or was interrupted: run 'qmd-nb update'); "
+              "these results come from its last build", file=sys.stderr)
     _print_results(res, a)
 
 def _print_results(res, a):
@@ -262,22 +265,29 @@ def _search_parsers(sp):
     p.add_argument('--no-rerank', action='store_true', help='query mode: skip the reranker')
     p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
     _format_args(p); _vector_parsers(sp)
-    _tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)'))
+    _limit_args(_tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)')))
     _serve_parsers(sp)
 
 def cmd_mcp(a):
     "mcp: the MCP server over stdio"
-    from qmd_nb.tools import Engine
     from qmd_nb.serve import serve
-    serve(Engine(_store(a)), 'mcp', tools=_csv_list(a.tools) or ['qmd'])
+    serve(_engine(a), 'mcp', tools=_csv_list(a.tools) or ['qmd'])
+
+def _engine(a):
+    "The engine a server answers from, with the owner's limits and permissions."
+    from qmd_nb.tools import Engine
+    e = Engine(_store(a))
+    e.allow_private_urls = getattr(a, 'allow_private_urls', False)
+    if getattr(a, 'request_timeout', None): e.request_timeout = a.request_timeout
+    return e
 
 def cmd_serve(a):
     "serve: MCP over stdio, REST + MCP over HTTP, or both"
     if a.transport == 'mcp': return cmd_mcp(a)
-    from qmd_nb.tools import Engine
     from qmd_nb.serve import serve
-    serve(Engine(_store(a)), a.transport, a.host, a.port, _csv_list(a.allowed_origins), _csv_list(a.allowed_hosts), _csv_list(a.tools) or ['qmd'],
-          auth=not a.no_auth, oauth=not a.no_oauth, allow_paths=a.allow_path or [], cert=a.cert, key=a.key, public_url=a.public_url)
+    serve(_engine(a), a.transport, a.host, a.port, _csv_list(a.allowed_origins), _csv_list(a.allowed_hosts), _csv_list(a.tools) or ['qmd'],
+          auth=not a.no_auth, oauth=not a.no_oauth, allow_paths=a.allow_path or [], cert=a.cert, key=a.key, public_url=a.public_url,
+          client_timeout=a.client_timeout)
 
 def cmd_mcp_config(a):
     "mcp-config: ready-to-paste client configurations"
@@ -300,7 +310,8 @@ def _serve_parsers(sp):
     p.add_argument('--port', type=_port, default=18765, help='HTTP port (default 18765)')
     p.add_argument('--allowed-origins', action='append', metavar='ORIGINS', help='also accept requests from these browser Origins (comma-separated; http://host:* for any port)')
     p.add_argument('--allowed-hosts', action='append', metavar='HOSTS', help='also accept these Host headers (comma-separated; host:* for any port)')
-    _tools_arg(p)
+    _tools_arg(p); _limit_args(p)
+    p.add_argument('--client-timeout', type=_seconds, default=15.0, metavar='SECONDS', help='HTTP: drop a client that has not sent a whole request within this (default 15)')
     g = p.add_argument_group('security (HTTP)', 'requests need a bearer token by default (see qmd-nb token)')
     g.add_argument('--no-auth', action='store_true', help='no tokens: anyone who reaches the port may use it (loopback addresses only)')
     g.add_argument('--allow-path', action='append', metavar='DIR', help='let clients name files and folders under DIR (collections/add, ingest of paths); repeatable')
@@ -311,6 +322,17 @@ def _serve_parsers(sp):
     p.add_argument('--port', type=_port, default=18765, help='port for the HTTP variant (default 18765)')
     p.add_argument('--url', help='the server URL for the HTTP variant (default http://127.0.0.1:PORT)')
     _token_parsers(sp)
+
+def _seconds(s):
+    try: v = float(s)
+    except ValueError: raise argparse.ArgumentTypeError(f"not a number of seconds: {s!r}")
+    if not 0 < v <= 86400: raise argparse.ArgumentTypeError(f"must be between 0 and 86400 seconds: {v}")
+    return v
+
+def _limit_args(p):
+    p.add_argument('--request-timeout', type=_seconds, metavar='SECONDS', help='stop a search or read that takes longer than this (default 30)')
+    p.add_argument('--allow-private-urls', action='store_true', help='let URL ingestion fetch loopback, private and link-local addresses (off: a client cannot reach your network through qmd-nb)')
+    return p
 
 def _mode_args(p):
     p.add_argument('--mode', choices=('local', 'server'), default='local', help='server: ask a running qmd-nb serve (warm model)')
@@ -364,7 +386,7 @@ def cmd_ingest(a):
     "ingest: one file or URL into a library"
     from qmd_nb.ingest import ingest
     meta = _json_object(a.metadata, '--metadata') if a.metadata else None
-    r = ingest(_store(a), a.source, a.library, meta)
+    r = ingest(_store(a), a.source, a.library, meta, allow_private=a.allow_private_urls)
     if _fmt(a) == 'json': _json(r)
     else:
         from qmd_nb.format import plural
@@ -398,6 +420,7 @@ def _ingest_parsers(sp):
     p.add_argument('source', metavar='PATH|URL'); p.add_argument('--library', default='default', help='library (collection) to add it to (default: default)')
     p.add_argument('--metadata', metavar='JSON', help='metadata to keep with it, a JSON object (e.g. \'{"labels": ["ops"]}\')')
     _format_args(p)
+    p.add_argument('--allow-private-urls', action='store_true', help='fetch a URL on this machine or its private network too')
     p = _sub(sp, 'source', cmd_source, 'Sources for the mdq tools: folders with a description for agents')
     cs = p.add_subparsers(dest='action', required=True)
     q = _format_args(cs.add_parser('add', help='Register and index a folder (-s PATH or NAME:PATH) with a description'))
@@ -456,7 +479,8 @@ def main(argv:list[str]|None=None, # arguments (default: sys.argv[1:])
          env:dict|None=None # environment for index lookup (default: os.environ)
         ) -> int:
     "Run the `qmd-nb` command line; returns the exit code."
-    from qmd_nb.config import QmdError
+    import sqlite3
+    from qmd_nb.config import QmdError, storage_error
     a = build_parser().parse_args(argv)
     if argv is None: os.umask(0o077) # the `qmd-nb` process: the index and its copies of documents are the owner's alone
     a.env = env
@@ -465,3 +489,6 @@ def main(argv:list[str]|None=None, # arguments (default: sys.argv[1:])
     except KeyboardInterrupt:
         print("\nInterrupted. The index is consistent; run the command again to finish.", file=sys.stderr); return 130
     except BrokenPipeError: return 0
+    except (OSError, sqlite3.Error) as e: # a read-only or full disk that no layer named yet: a sentence, not a traceback
+        if (err := storage_error(e)) is None: raise
+        print(f"Error: {err}", file=sys.stderr); return 1

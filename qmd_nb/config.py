@@ -6,14 +6,16 @@ Docs: https://qmd-nb.github.io/qmd-nb/config.html.md"""
 
 # %% ../nbs/00_config.ipynb #1460bb9f
 from __future__ import annotations
-import json, os, re, tempfile
+import contextvars, errno, json, os, re, shutil, tempfile, time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEFAULT_MASK', 'QmdError', 'UsageError', 'NotFound', 'Forbidden', 'base_dirs', 'check_name', 'IndexPaths',
-           'index_paths', 'private_dir', 'private_file', 'Collection', 'norm_context_path', 'contexts_for', 'Config',
-           'atomic_write']
+__all__ = ['MAX_PATH', 'DEFAULT_MASK', 'QmdError', 'UsageError', 'NotFound', 'Forbidden', 'TooSlow', 'Busy', 'deadline',
+           'past_deadline', 'time_left', 'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'disk_full', 'no_room',
+           'storage_error', 'base_dirs', 'check_name', 'check_path_text', 'IndexPaths', 'index_paths', 'private_dir',
+           'private_file', 'Collection', 'norm_context_path', 'contexts_for', 'Config', 'atomic_write']
 
 # %% ../nbs/00_config.ipynb #b2bede68
 class QmdError(Exception):
@@ -31,6 +33,78 @@ class NotFound(QmdError):
 class Forbidden(QmdError):
     "A request the caller is not allowed to make (a token without the scope, a path outside the allowed folders)."
     status = 403
+
+# %% ../nbs/00_config.ipynb #feaa0c83
+class TooSlow(QmdError):
+    "Work stopped because it ran past its time limit (HTTP 503)."
+    status = 503
+
+class Busy(QmdError):
+    "Too much work queued already: try again later (HTTP 429)."
+    status = 429
+
+_DEADLINE = contextvars.ContextVar('qmd_nb_deadline', default=None) # (monotonic end, seconds) of the current request
+
+@contextmanager
+def deadline(seconds:float|None # time limit for the block; None: no limit (an outer one still holds)
+            ):
+    "Give the work of a `with` block a time limit that `check_deadline` (and the catalog's queries) enforce."
+    cur = _DEADLINE.get()
+    if seconds is None or (cur is not None and cur[0] <= time.monotonic() + seconds): yield; return
+    tok = _DEADLINE.set((time.monotonic() + seconds, seconds))
+    try: yield
+    finally: _DEADLINE.reset(tok)
+
+def past_deadline() -> bool:
+    "Whether the current work has run past its time limit."
+    d = _DEADLINE.get()
+    return d is not None and time.monotonic() > d[0]
+
+def time_left() -> float|None:
+    "Seconds the current work has left before its time limit (None: no limit)."
+    d = _DEADLINE.get()
+    return None if d is None else max(0.0, d[0] - time.monotonic())
+
+def check_deadline():
+    "Raise `TooSlow` when the current work has run past its time limit."
+    if past_deadline(): raise TooSlow(f"The request took longer than its time limit ({_DEADLINE.get()[1]:g} s) and was stopped; ask for less")
+
+# %% ../nbs/00_config.ipynb #7a427f4e
+class ReadOnlyIndex(QmdError):
+    "The index cannot be changed: its folder is read-only (HTTP 409); reading commands still work."
+    status = 409
+
+class DiskFull(QmdError):
+    "The disk holding the index is full (HTTP 507); the index is left as it was before the command."
+    status = 507
+
+_RO_ERRNOS, _FULL_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM), (errno.ENOSPC, errno.EDQUOT)
+
+def disk_full(where='', # the index folder, for the message
+              what:str='nothing was changed' # what became of the command's work
+             ) -> DiskFull:
+    "The error for a full disk."
+    return DiskFull(f"The disk holding the index{f' at {where}' if where else ''} is full: {what}. Free some space and run the command again")
+
+def no_room(where) -> bool:
+    "Whether the disk holding `where` (or its nearest existing parent) has less than 1 MB free."
+    p = Path(where)
+    while not p.exists() and p != p.parent: p = p.parent
+    try: return shutil.disk_usage(p).free < 1 << 20
+    except OSError: return False
+
+def storage_error(e:Exception, # an OSError or sqlite3 error raised while writing the index
+                  where='' # the index folder, for the message (and to tell a full disk behind an I/O error)
+                 ) -> QmdError|None:
+    "A `ReadOnlyIndex` or `DiskFull` naming the problem when `e` is one, else None."
+    msg = str(e).lower()
+    at = f" at {where}" if where else ''
+    if getattr(e, 'errno', None) in _FULL_ERRNOS or 'disk is full' in msg or 'no space left' in msg or \
+       ('disk i/o error' in msg and where and no_room(where)): # SQLite's shared memory file cannot grow: an I/O error
+        return disk_full(where)
+    if getattr(e, 'errno', None) in _RO_ERRNOS or 'readonly' in msg or 'read-only' in msg:
+        return ReadOnlyIndex(f"The index{at} is read-only: this command needs to change it (searching and reading still work)")
+    return None
 
 # %% ../nbs/00_config.ipynb #7ef83019
 def base_dirs(env=None # environment to read (default `os.environ`)
@@ -54,6 +128,16 @@ def check_name(name:str, # a collection or index name
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise UsageError(f"Invalid {what} name {name!r}: use letters, digits, '.', '_' or '-' (at most 64, not starting with a symbol)")
     return name
+
+MAX_PATH = 4096 # characters in a path or file name a client sends
+
+def check_path_text(path, what:str='path') -> str:
+    "`path` if it can name a file (a non-empty string, at most `MAX_PATH` characters, no NUL), else UsageError saying why."
+    if isinstance(path, os.PathLike): path = os.fspath(path)
+    if not isinstance(path, str) or not path.strip(): raise UsageError(f"{what} must be a non-empty string")
+    if len(path) > MAX_PATH: raise UsageError(f"{what} is too long ({len(path)} characters; the limit is {MAX_PATH})")
+    if '\x00' in path: raise UsageError(f"{what} must not contain a NUL character")
+    return path
 
 # %% ../nbs/00_config.ipynb #b37d5fb8
 @dataclass

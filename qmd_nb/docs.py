@@ -6,18 +6,18 @@ Docs: https://qmd-nb.github.io/qmd-nb/docs.html.md"""
 
 # %% ../nbs/07_docs.ipynb #da714b57
 from __future__ import annotations
-import re
+import re, unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote
-from .config import NotFound, UsageError, QmdError
+from .config import NotFound, UsageError, QmdError, check_deadline, check_path_text
 from .store import Store, DocRow, docs_by_docid, doc_body, docid, is_docid, _DOC_COLS, _row
 
 # %% auto #0
-__all__ = ['ADD_COLLECTION', 'encode_qmd_path', 'qmd_uri', 'parse_qmd_uri', 'split_line_suffix', 'all_files', 'suggest',
-           'not_found', 'find_doc', 'Document', 'add_line_numbers', 'read_doc', 'get', 'Skipped', 'MultiGet',
-           'multi_get', 'CollectionStatus', 'Failure', 'Status', 'empty_hint', 'collection_status', 'needs_embedding',
-           'status']
+__all__ = ['MAX_ITEMS', 'ADD_COLLECTION', 'encode_qmd_path', 'qmd_uri', 'parse_qmd_uri', 'check_spec', 'split_line_suffix',
+           'all_files', 'suggest', 'not_found', 'find_doc', 'Document', 'add_line_numbers', 'read_doc', 'get',
+           'Skipped', 'MultiGet', 'multi_get', 'CollectionStatus', 'Failure', 'Status', 'empty_hint',
+           'collection_status', 'needs_embedding', 'status']
 
 # %% ../nbs/07_docs.ipynb #d00c10d5
 def encode_qmd_path(path:str) -> str:
@@ -34,6 +34,11 @@ def parse_qmd_uri(uri:str) -> str:
 
 # %% ../nbs/07_docs.ipynb #4eff7339
 _LINE_RE = re.compile(r'^(.*?):(\d+)$')
+MAX_ITEMS = 1000 # names in a multi_get list
+
+def check_spec(spec, what:str='file') -> str:
+    "`spec` stripped and in Unicode NFC, or UsageError naming what is wrong with it (empty, too long, a NUL character)."
+    return unicodedata.normalize('NFC', check_path_text(spec, what).strip())
 
 def split_line_suffix(spec:str) -> tuple[str, int|None]:
     "(`spec` without a trailing `:LINE`, LINE or None)."
@@ -47,6 +52,7 @@ def all_files(store:Store) -> list[str]:
 def suggest(store:Store, spec:str, n:int=3) -> list[str]:
     "Up to `n` indexed files close to `spec`: Levenshtein distance on the full path or the path within its collection, at most 2 or 40% of `spec`."
     from rapidfuzz.distance import Levenshtein
+    if len(spec) > 300: return [] # a name that long is no typo of a path: spare comparing it with every file
     if spec.startswith('#') or (is_docid(spec) and '/' not in spec): return [] # a docid: paths near its letters would be noise
     most = max(2, int(len(spec) * 0.4))
     dist = {f: min(Levenshtein.distance(spec, f, score_cutoff=most + 1), Levenshtein.distance(spec, f.split('/', 1)[1], score_cutoff=most + 1)) for f in all_files(store)}
@@ -79,8 +85,7 @@ def _by_abs(store, spec):
 
 def find_doc(store:Store, spec:str) -> DocRow:
     "The one document `spec` names (without `:LINE`)."
-    if not isinstance(spec, str) or not spec.strip(): raise UsageError("file must be a non-empty string")
-    s = spec.strip()
+    s = spec = check_spec(spec)
     if s.startswith('#') or (is_docid(s) and '/' not in s):
         rows = docs_by_docid(store, s) if is_docid(s) else []
         if rows or s.startswith('#'): return _one(store, s, rows)
@@ -170,9 +175,11 @@ class MultiGet:
 
 def _matches(store, pattern):
     from qmd_nb.index import glob_re # the index and search modules bring numpy: not on a server's start-up path
-    rx = glob_re(pattern)
-    rows = store.q(f"SELECT {_DOC_COLS} FROM documents ORDER BY collection, path")
-    return [_row(r) for r in rows if rx.match(f'{r[1]}/{r[2]}') or rx.match(r[2])]
+    rx, out = glob_re(pattern), []
+    for i, r in enumerate(store.q(f"SELECT {_DOC_COLS} FROM documents ORDER BY collection, path")):
+        if i % 2000 == 0: check_deadline()
+        if rx.match(f'{r[1]}/{r[2]}') or rx.match(r[2]): out.append(_row(r))
+    return out
 
 def multi_get(store:Store, pattern:str, # glob over `collection/path`, or comma-separated paths/docids
               max_lines:int|None=None, # at most this many lines per file
@@ -180,15 +187,23 @@ def multi_get(store:Store, pattern:str, # glob over `collection/path`, or comma-
               line_numbers:bool=False) -> MultiGet:
     "Several documents at once."
     if not isinstance(pattern, str) or not pattern.strip(): raise UsageError("pattern must be a non-empty string")
+    if '\x00' in pattern: raise UsageError("pattern must not contain a NUL character")
+    if len(pattern) > 64 * MAX_ITEMS: raise UsageError(f"pattern is too long ({len(pattern)} characters; the limit is {64 * MAX_ITEMS})")
     _positive('maxLines', max_lines); _positive('maxBytes', max_bytes)
-    rows, errors = [], []
+    rows, errors, pattern = [], [], unicodedata.normalize('NFC', pattern)
     if ',' in pattern or not any(c in pattern for c in '*?[{'):
-        for spec in [s.strip() for s in pattern.split(',') if s.strip()]:
+        specs = [s.strip() for s in pattern.split(',') if s.strip()]
+        if len(specs) > MAX_ITEMS: raise UsageError(f"pattern lists too many files ({len(specs)}; the limit is {MAX_ITEMS})")
+        for spec in specs:
             try: rows.append(find_doc(store, spec))
-            except QmdError as e: errors.append(str(e).split('\n')[0])
+            except QmdError as e: errors.append(str(e).split('\n')[0][:300])
     else: rows = _matches(store, pattern.strip())
-    if not rows: raise NotFound(f"No documents matched: {pattern}" + (f"\n{chr(10).join(errors)}" if errors else ''))
-    items = [Skipped(d.file, d.size) if (d.size or 0) > max_bytes else read_doc(store, d, None, max_lines, line_numbers) for d in rows]
+    shown = pattern if len(pattern) <= 200 else pattern[:200] + '…'
+    if not rows: raise NotFound(f"No documents matched: {shown}" + (f"\n{chr(10).join(errors)}" if errors else ''))
+    items = []
+    for d in rows:
+        check_deadline()
+        items.append(Skipped(d.file, d.size) if (d.size or 0) > max_bytes else read_doc(store, d, None, max_lines, line_numbers))
     return MultiGet(items, errors)
 
 # %% ../nbs/07_docs.ipynb #9e80c4de

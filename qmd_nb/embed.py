@@ -142,17 +142,17 @@ def st_config(folder:str|Path # a sentence-transformers model folder
              ) -> dict:
     "The folder's `sentence_bert_config.json` (`max_seq_length`...), empty when absent."
     f = Path(folder)/'sentence_bert_config.json'
-    return json.loads(f.read_text()) if f.exists() else {}
+    return json.loads(f.read_text(encoding='utf-8')) if f.exists() else {}
 
 def st_dim(folder:str|Path # a sentence-transformers model folder
           ) -> int|None:
     "Vector size read from the folder's module configs (the last Dense, else Pooling), None when they don't say."
-    p = Path(folder); mods = json.loads((p/'modules.json').read_text()) if (p/'modules.json').exists() else []
+    p = Path(folder); mods = json.loads((p/'modules.json').read_text(encoding='utf-8')) if (p/'modules.json').exists() else []
     dim = None
     for m in mods:
         f = p/m.get('path', '')/'config.json'
         if not m.get('path') or not f.exists(): continue
-        c = json.loads(f.read_text())
+        c = json.loads(f.read_text(encoding='utf-8'))
         if m.get('type', '').endswith('Dense'): dim = c.get('out_features', dim)
         elif m.get('type', '').endswith('Pooling'):
             modes = sum(bool(v) for k, v in c.items() if k.startswith('pooling_mode_'))
@@ -198,7 +198,7 @@ def _save_ir(m, dest:Path) -> Path:
 # %% ../nbs/09_embed.ipynb #e8f2c60f
 @lru_cache(maxsize=1)
 def _cpu_flags() -> str:
-    try: return Path('/proc/cpuinfo').read_text()
+    try: return Path('/proc/cpuinfo').read_text(encoding='utf-8', errors='replace')
     except OSError: return ''
 
 def cpu_has_bf16() -> bool:

@@ -85,7 +85,7 @@ def corpus_store(b:Beir, env:dict|None=None) -> Store:
             if len(docs) == 2000: put_docs(store, docs); docs = []
         put_docs(store, docs)
         with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES('beir', ?)", (key,))
-    keyword_index(store)
+    keyword_index(store, rebuild_stale=True)
     return store
 
 # %% ../nbs/12_eval.ipynb #9bcc471e

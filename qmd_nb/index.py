@@ -6,58 +6,122 @@ Docs: https://qmd-nb.github.io/qmd-nb/index.html.md"""
 
 # %% ../nbs/05_index.ipynb #4c502fe9
 from __future__ import annotations
-import errno, hashlib, os, re, stat, sys
+import errno, hashlib, os, re, shutil, stat, sys, unicodedata
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from .config import Collection, DEFAULT_MASK, check_name, norm_context_path, UsageError, NotFound
+from .config import Collection, DEFAULT_MASK, check_name, check_path_text, norm_context_path, UsageError, NotFound, QmdError, atomic_write, DiskFull, disk_full
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
 from .store import (Store, NewDoc, put_docs, touch_docs, remove_docs, drop_orphans, doc_index, set_problems,
                           mark_updated, get_collection, forget_collection, rename_in_catalog, cached_conversion,
                           cache_conversions, library_files, check_allowed)
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS
-from .keyword import keyword_index
+from .keyword import keyword_index, _current_name
 
 # %% auto #0
-__all__ = ['glob_re', 'mask_match', 'discover', 'doc_meta', 'prepare_doc', 'UpdateStats', 'set_total', 'progress_bar',
-           'update_collection', 'update', 'covering', 'add_collection', 'remove_collection', 'rename_collection',
-           'context_key', 'add_context', 'remove_context', 'git_pull', 'pull_collections']
+__all__ = ['MAX_GLOB', 'MAX_ALTERNATIVES', 'Glob', 'glob_re', 'mask_match', 'hidden', 'discover', 'doc_meta', 'prepare_doc',
+           'read_inside', 'UpdateStats', 'set_total', 'progress_bar', 'update_collection', 'update', 'covering',
+           'add_collection', 'remove_collection', 'rename_collection', 'context_key', 'add_context', 'remove_context',
+           'git_pull', 'pull_collections']
 
 # %% ../nbs/05_index.ipynb #e6cdbd5a
+MAX_GLOB, MAX_ALTERNATIVES = 1000, 64 # characters in a glob; patterns its {a,b} braces may expand to
+
+def _braces(mask:str) -> list[str]:
+    "`a{b,c}d` as ['abd', 'acd'] (braces do not nest; an unclosed one is a literal)."
+    out, i = [''], 0
+    while (j := mask.find('{', i)) >= 0 and (k := mask.find('}', j + 1)) >= 0:
+        out = [o + mask[i:j] + a for o in out for a in mask[j+1:k].split(',')]
+        if len(out) > MAX_ALTERNATIVES: raise UsageError(f"Glob {mask[:80]!r} has too many {{a,b}} alternatives (more than {MAX_ALTERNATIVES})")
+        i = k + 1
+    return [o + mask[i:] for o in out]
+
+def _bracket(seg:str, i:int) -> tuple[str, int]|None:
+    "(regex class, index after it) for the `[...]` at `i`, or None when unclosed (then `[` is a literal)."
+    neg = seg[i+1:i+2] in ('!', '^')
+    j = i + 1 + neg
+    j = seg.find(']', j + 1 if seg[j:j+1] == ']' else j) # a `]` first in the class is one of its characters
+    if j < 0: return None
+    body, parts, k = seg[i+1+neg:j], [], 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k+1] == '-':
+            if body[k] > body[k+2]: raise UsageError(f"Bad range {body[k:k+3]!r} in glob {seg[:80]!r}")
+            parts.append(re.escape(body[k]) + '-' + re.escape(body[k+2])); k += 3
+        else: parts.append(re.escape(body[k])); k += 1
+    return ('[^' if neg else '[') + ''.join(parts) + ']', j + 1
+
+def _segment_re(seg:str) -> re.Pattern:
+    "A regex for one path segment's glob (`*`, `?`, `[...]`) that never backtracks across stars: linear in the name."
+    chunks, cur, i = [], [], 0
+    while i < len(seg):
+        c = seg[i]
+        if c == '*':
+            chunks.append(''.join(cur)); cur = []
+            while i < len(seg) and seg[i] == '*': i += 1
+            continue
+        if c == '[' and (b := _bracket(seg, i)): cur.append(b[0]); i = b[1]; continue
+        cur.append('.' if c == '?' else re.escape(c)); i += 1
+    out = [chunks[0] if chunks else ''.join(cur)]
+    for k, ch in enumerate(chunks[1:] + [''.join(cur)] if chunks else []):
+        last = k == len(chunks) - 1
+        out.append('.*' + ch if last else f'(?=(?P<g{k}>.*?{ch}))(?P=g{k})') # the earliest match of a chunk, kept: an atomic group
+    return re.compile(''.join(out) + r'\Z', re.DOTALL)
+
+def _segments(mask:str) -> tuple:
+    "A brace-free glob as per-segment regexes, None for `**` (adjacent ones merged)."
+    out = []
+    for s in mask.split('/'):
+        if s == '**':
+            if not out or out[-1] is not None: out.append(None)
+        else: out.append(_segment_re(s))
+    return tuple(out)
+
+def _match_segments(segs:tuple, parts:list[str]) -> bool:
+    "Whether path segments `parts` match: a set of reachable positions, one step per glob segment (no backtracking)."
+    n = len(parts)
+    if sum(s is not None for s in segs) > n: return False
+    at = {0}
+    for k, s in enumerate(segs):
+        if s is None:
+            if k == len(segs) - 1: return min(at) < n # a trailing `**`: one or more segments, whatever they are
+            at = set(range(min(at), n + 1)) # zero or more folders
+        else: at = {i + 1 for i in at if i < n and s.match(parts[i])}
+        if not at: return False
+    return n in at
+
+class Glob:
+    "A compiled glob; `.match(path)` takes time linear in the path's length (times the glob's), whatever the glob."
+    def __init__(self, mask:str):
+        if not isinstance(mask, str) or len(mask) > MAX_GLOB: raise UsageError(f"Glob too long ({len(mask)} characters; the limit is {MAX_GLOB})")
+        self.mask, self.variants = mask, [_segments(m) for m in _braces(mask)]
+    def match(self, path:str) -> bool:
+        parts = path.split('/')
+        return any(_match_segments(v, parts) for v in self.variants)
+
 @lru_cache(maxsize=64)
-def glob_re(mask:str) -> re.Pattern:
-    "Compile a glob mask (`**`, `*`, `?`, `[...]`, `{a,b}`) to a regex over `/`-separated relative paths."
-    i, out, n = 0, [], len(mask)
-    while i < n:
-        c = mask[i]
-        if mask.startswith('**/', i): out.append('(?:.*/)?'); i += 3; continue
-        if mask.startswith('**', i): out.append('.*'); i += 2; continue
-        if c == '*': out.append('[^/]*')
-        elif c == '?': out.append('[^/]')
-        elif c == '[':
-            j = mask.find(']', i + 1)
-            if j < 0: out.append(r'\['); i += 1; continue
-            out.append('[' + mask[i+1:j].replace('!', '^', 1) + ']'); i = j
-        elif c == '{':
-            j = mask.find('}', i + 1)
-            if j < 0: out.append(r'\{')
-            else: out.append('(?:' + '|'.join(re.escape(a) for a in mask[i+1:j].split(',')) + ')'); i = j
-        else: out.append(re.escape(c))
-        i += 1
-    return re.compile(''.join(out) + r'\Z')
+def glob_re(mask:str) -> Glob:
+    "Compile a glob mask (`**`, `*`, `?`, `[...]`, `{a,b}`) for `/`-separated relative paths."
+    return Glob(mask)
 
 def mask_match(masks:list[str], rel:str) -> bool:
     "Whether a relative path matches any of the masks."
     return any(glob_re(m).match(rel) for m in masks)
 
 # %% ../nbs/05_index.ipynb #6a9d8aae
+_DOTS_ONLY = re.compile(r'^\.+\.[^.]+$') # `..md`: the name is dots and an extension
+
+def hidden(name:str, is_dir:bool) -> bool:
+    "Whether discovery skips this folder entry: dot-folders, dotfiles (not `..md`) and node_modules."
+    if name == 'node_modules': return True
+    return name.startswith('.') and (is_dir or not _DOTS_ONLY.match(name))
+
 def _count(d:dict, k): d[k] = d.get(k, 0) + 1
 
 def discover(root:str|Path, # collection folder
              masks:list[str], # masks a relative path must match
              left_out:dict|None=None # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files
             ):
-    "Yield (relative path, absolute path, stat) of every file of the collection."
+    "Yield (relative path, path to read, stat) of every file of the collection (a link inside it: its target)."
     root = Path(root); real_root = os.path.realpath(root)
     inside = lambda p: p == real_root or p.startswith(real_root + os.sep)
     seen, stack = {real_root}, [(str(root), '')]
@@ -66,17 +130,18 @@ def discover(root:str|Path, # collection folder
         try: entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError: continue
         for e in entries:
-            if e.name.startswith('.') or e.name == 'node_modules':
-                if left_out is not None and e.name != 'node_modules' and e.is_file(follow_symlinks=False): _count(left_out, 'hidden')
-                continue
-            r = f'{rel}{e.name}'
+            r = unicodedata.normalize('NFC', f'{rel}{e.name}')
             try:
-                if e.is_symlink() and not inside(os.path.realpath(e.path)): continue
+                if hidden(e.name, e.is_dir()):
+                    if left_out is not None and e.name != 'node_modules' and e.is_file(follow_symlinks=False): _count(left_out, 'hidden')
+                    continue
+                link = e.is_symlink()
+                if link and not inside(os.path.realpath(e.path)): continue
                 if e.is_dir():
                     real = os.path.realpath(e.path)
                     if real not in seen: seen.add(real); stack.append((e.path, r + '/'))
                 elif e.is_file():
-                    if mask_match(masks, r): yield r, e.path, e.stat()
+                    if mask_match(masks, r): yield r, os.path.realpath(e.path) if link else e.path, e.stat()
                     elif left_out is not None: _count(left_out, os.path.splitext(e.name)[1].lower() or '(none)')
             except OSError: continue
 
@@ -101,6 +166,21 @@ def prepare_doc(collection:str, path:str, text:str, hash:str, an:Analyzer, size=
     body = text.split('\n', start)[-1] if start else text
     title = title or doc_title(fm, body.split('\n', 200)[:200], path)
     return NewDoc(collection, path, hash, title, text, ' '.join(an.terms(body)), start, size, mtime, fm)
+
+# %% ../nbs/05_index.ipynb #aeb7e558
+def read_inside(path:str, # the file to read (a link inside the collection: its target, as `discover` gives it)
+                root:str # the collection folder's real path
+               ) -> tuple[bytes, os.stat_result]:
+    "(bytes, stat) of a regular file still inside `root` once opened; OSError naming the problem otherwise."
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, 'O_CLOEXEC', 0)) # a link now: ELOOP; a FIFO: no wait
+    with open(fd, 'rb') as f: # owns fd from here
+        st, gone = os.fstat(fd), "no longer a file inside the collection's folder"
+        if not stat.S_ISREG(st.st_mode): raise OSError(errno.EINVAL, f'not a regular file any more: {gone}')
+        proc = f'/proc/self/fd/{fd}'
+        real = os.readlink(proc) if os.path.exists(proc) else os.path.realpath(path) # what was opened, folders included
+        if real.endswith(' (deleted)') and os.fstat(fd).st_nlink == 0: raise OSError(errno.ESTALE, f'it was replaced after it was opened: {gone}')
+        if not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)): raise OSError(errno.EXDEV, f'it now leads outside the collection: {gone}')
+        return f.read(), st
 
 # %% ../nbs/05_index.ipynb #ad2bd409
 @dataclass
@@ -154,22 +234,15 @@ class _Pending:
     st: os.stat_result
     known: bool # the catalog had a document at this path
 
-def _read_inside(full:str, root:str) -> bytes:
-    "The bytes of `full` if what it opens is a file inside `root` (resolved): one swapped for a link leading out (or a FIFO) after the listing is not read."
-    fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_CLOEXEC', 0)) # a FIFO does not block the update
-    try:
-        real = os.readlink(f'/proc/self/fd/{fd}') if os.path.isdir('/proc/self/fd') else os.path.realpath(full)
-        if not stat.S_ISREG(os.fstat(fd).st_mode) or not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)):
-            raise OSError(errno.EXDEV, "no longer a file inside the collection's folder")
-        with os.fdopen(os.dup(fd), 'rb') as f: return f.read()
-    finally: os.close(fd)
-
-def _read(full, rel, k, st, c, an, stats, lib):
+def _read(full, rel, k, st, c, an, stats, lib, root:str|None=None # the collection folder's real path (default: resolved now)
+         ):
     "A NewDoc for a changed file, a _Pending conversion, 'same' when only its mtime moved, or None (problem recorded)."
-    try: data = _read_inside(full, os.path.realpath(c.path))
-    except OSError as e: stats.problems[rel] = f"unreadable: {e.strerror}"; return None
+    try: data, st = read_inside(full, root or os.path.realpath(c.path))
+    except OSError as e:
+        why = 'it became a symbolic link' if e.errno == errno.ELOOP else e.strerror
+        stats.problems[rel] = f"unreadable: {why}"; return None
     h = hashlib.sha256(data).hexdigest()
-    if k and k[3] == h: return 'same'
+    if k and k[3] == h: return ('same', st)
     kind = KINDS.get(os.path.splitext(rel)[1].lower())
     if kind in ('pdf', 'docx', 'html'): return _Pending(rel, data, h, kind, st, bool(k))
     try: text = decode_text(data)
@@ -200,7 +273,7 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
     if (real := os.path.realpath(c.path)) != os.path.normpath(c.path) and Path(c.path) != store.paths.cache/'libraries'/c.name: # kept resolved when added
         raise NotFound(f"Collection '{c.name}' folder {c.path} now leads to {real} (it, or a folder above it, became a link): not updated; add it again if that is meant")
     an, stats, known, seen, docs, touch = an or Analyzer(), UpdateStats(c.name), doc_index(store, c.name), set(), [], []
-    lib, pend, files = library_files(store, c.name), [], list(discover(c.path, c.masks, stats.left_out))
+    lib, pend, files, root = library_files(store, c.name), [], list(discover(c.path, c.masks, stats.left_out)), os.path.realpath(c.path)
     def flush(cv):
         nonlocal docs, pend
         new, cache = _converted(store, pend, cv, c, an, stats, lib); pend = []
@@ -209,10 +282,10 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
         for rel, full, st in files:
             bar.update(1); k = known.get(rel)
             if k and k[1] == st.st_size and k[2] == st.st_mtime: seen.add(rel); stats.unchanged += 1; continue
-            d = _read(full, rel, k, st, c, an, stats, lib)
+            d = _read(full, rel, k, st, c, an, stats, lib, root)
             if d is None: stats.skipped += 1; continue
             seen.add(rel)
-            if d == 'same': touch.append((st.st_size, st.st_mtime, k[0])); stats.unchanged += 1; continue
+            if isinstance(d, tuple): touch.append((d[1].st_size, d[1].st_mtime, k[0])); stats.unchanged += 1; continue
             if isinstance(d, _Pending):
                 pend.append(d)
                 if len(pend) >= convert_batch or sum(len(p.data) for p in pend) > 2**26: flush(cv)
@@ -240,7 +313,11 @@ def update(store:Store, names:list[str]|None=None, # collections to update (defa
         for c in cols:
             try: stats.append(update_collection(store, c, an, progress))
             except NotFound as e: stats.append(UpdateStats(c.name, error=str(e))) # e.g. an unmounted drive: keep its documents
-        if any(s.changed for s in stats): drop_orphans(store)
+            except DiskFull: # batches are committed as they go (as a kill leaves them): say what that means
+                store.shrink_wal()
+                raise disk_full(store.paths.cache, f"the update stopped in collection '{c.name}' (documents it re-indexed are kept, "
+                                                   "the others keep their previous version; the index is consistent)") from None
+        drop_orphans(store) # always: a killed run may have left content no document uses
         keyword_index(store)
     return stats
 
@@ -263,11 +340,13 @@ def add_collection(store:Store, path:str, # folder to index
                    progress:bool|None=None,
                    force:bool=False # add it even when another collection already covers the folder
                   ) -> UpdateStats:
-    "Add a folder as a collection and index it."
-    folder = Path(path).expanduser().resolve()
+    "Add a folder as a collection and index it: all or nothing (a full disk or Ctrl-C leaves the index as it was)."
+    folder = Path(check_path_text(path)).expanduser().resolve()
     if not folder.is_dir(): raise UsageError(f"Not a folder: {path}")
     name = check_allowed(store, check_name(name or re.sub(r'[^A-Za-z0-9_.-]+', '-', folder.name).strip('-.') or 'root'))
-    if not [m for m in mask.split(',') if m.strip()]: raise UsageError("Empty --mask")
+    masks = Collection(name, str(folder), mask).masks # split as update will (commas inside {a,b} stay), so each is checked now
+    if not masks: raise UsageError("Empty --mask")
+    for m in masks: glob_re(m.strip())
     with store.writing():
         store.reload_config()
         if name in store.config.collections:
@@ -275,9 +354,26 @@ def add_collection(store:Store, path:str, # folder to index
         if not force and (cover := covering(store, folder)):
             raise UsageError(f"{folder} {cover[1]}: its files would be indexed twice and every hit shown twice. "
                              "Add it anyway with --force (REST: \"force\": true), e.g. when the two masks do not overlap")
-        store.config.collections[name] = Collection(name, str(folder), mask)
-        store.save_config()
-        return update(store, [name], progress)[0]
+        c, kw = Collection(name, str(folder), mask), _current_name(store.paths.keyword_dir)
+        try:
+            with store.tx(): # one transaction: readers see the collection whole, or not at all
+                s = update_collection(store, c, Analyzer(), progress)
+                store.config.collections[name] = c; keyword_index(store); store.save_config()
+        except BaseException: _undo_add(store, name, kw); raise
+    return s
+
+def _undo_add(store, name, kw):
+    "After a failed add: the config and keyword index as they were, and the disk space the transaction took back."
+    store.reload_config(); store.root.cache.pop('keyword', None)
+    try:
+        if name in store.config.collections: del store.config.collections[name]; store.save_config() # the commit failed after the save
+        root = store.paths.keyword_dir
+        if (now := _current_name(root)) != kw:
+            if kw: atomic_write(root/'CURRENT', kw)
+            else: (root/'CURRENT').unlink(missing_ok=True)
+            if now: shutil.rmtree(root/now, ignore_errors=True)
+    except (OSError, QmdError): pass # best effort: a stale keyword build is also what readers fall back to
+    store.shrink_wal()
 
 def remove_collection(store:Store, name:str) -> int:
     "Remove a collection and its documents (a folder's files stay; a library's copies go); returns how many documents went."
@@ -312,6 +408,7 @@ def _rename(store, old, new):
 # %% ../nbs/05_index.ipynb #7f040e51
 def context_key(store:Store, path:str) -> str:
     "Canonical context key for `/`, `qmd://...`, or a folder on disk inside a collection."
+    check_path_text(path)
     if path.strip() in ('', '/') or path.startswith('qmd://'):
         key = norm_context_path(path)
         if key != '/': get_collection(store, key[6:].split('/')[0])
@@ -334,6 +431,7 @@ def add_context(store:Store, path:str, text:str) -> str:
 
 def remove_context(store:Store, path:str) -> str:
     "Remove a context; returns its key."
+    check_path_text(path)
     with store.writing():
         store.reload_config()
         key = context_key(store, path) if not path.startswith('qmd://') else norm_context_path(path)
@@ -347,7 +445,7 @@ def git_pull(folder:str # a folder; only git checkouts are pulled
     "Fast-forward a git checkout; git's complaint when it fails, None when it worked or is no checkout."
     import subprocess
     if not (Path(folder)/'.git').exists(): return None
-    r = subprocess.run(['git', '-C', str(folder), 'pull', '--ff-only'], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(['git', '-C', str(folder), 'pull', '--ff-only'], capture_output=True, text=True, encoding='utf-8', errors='replace', timeout=300)
     return None if r.returncode == 0 else (r.stderr or r.stdout).strip()
 
 def pull_collections(store:Store, names:list[str]|None=None # collections (default: all)

@@ -6,11 +6,12 @@ Docs: https://qmd-nb.github.io/qmd-nb/ingest.html.md"""
 
 # %% ../nbs/05a_ingest.ipynb #008cac43
 from __future__ import annotations
-import hashlib, json, os, re, threading, time, uuid
+import hashlib, ipaddress, json, os, re, socket, threading, time, uuid
+from concurrent.futures import ThreadPoolExecutor, wait as _wait_futures
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit, unquote
-from .config import Collection, QmdError, UsageError, NotFound, check_name, private_dir
+from urllib.parse import urljoin, urlsplit, urlunsplit, unquote, quote
+from .config import Collection, QmdError, UsageError, NotFound, Busy, check_name, check_path_text, private_dir
 from .store import (Store, DocRow, put_docs, remove_docs, drop_orphans, add_problem, cached_conversion,
                           cache_conversions, generation, now_iso, docs_by_ids, check_allowed)
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS
@@ -19,9 +20,10 @@ from .index import prepare_doc, doc_meta
 from .keyword import keyword_index
 
 # %% auto #0
-__all__ = ['NAMESPACE', 'LIBRARY_MASK', 'CONTENT_TYPES', 'doc_uuid', 'find_by_uuid', 'library_dir', 'is_library',
-           'ensure_library', 'FetchError', 'Fetched', 'fetch_url', 'IngestResult', 'convert_cached', 'chunk_count',
-           'ingest', 'delete_document', 'Job', 'start_ingest', 'job_status', 'wait_job']
+__all__ = ['NAMESPACE', 'LIBRARY_MASK', 'CONTENT_TYPES', 'MAX_JOB_WORKERS', 'MAX_JOBS_QUEUED', 'doc_uuid', 'find_by_uuid',
+           'library_dir', 'is_library', 'ensure_library', 'FetchError', 'Fetched', 'clean_url', 'public_address',
+           'fetch_url', 'IngestResult', 'Source', 'read_source', 'convert_cached', 'chunk_count', 'ingest',
+           'delete_document', 'Job', 'start_ingest', 'job_status', 'wait_job']
 
 # %% ../nbs/05a_ingest.ipynb #345cf233
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, 'https://github.com/qmd-nb/qmd-nb/document')
@@ -85,8 +87,16 @@ class Fetched:
 
 def _check_http(url:str) -> str:
     u = urlsplit(url)
-    if u.scheme.lower() not in ('http', 'https') or not u.hostname: raise UsageError(f"Only http(s) URLs can be ingested (got {url!r})")
+    try: u.port
+    except ValueError: raise UsageError(f"Not a valid URL (bad port): {clean_url(url)!r}") from None
+    if u.scheme.lower() not in ('http', 'https') or not u.hostname: raise UsageError(f"Only http(s) URLs can be ingested (got {clean_url(url)!r})")
     return url
+
+def clean_url(url:str) -> str:
+    "`url` without the user name and password written into it (`https://user:pw@host/x` -> `https://host/x`)."
+    u = urlsplit(url)
+    if '@' not in u.netloc: return url
+    return urlunsplit(u._replace(netloc=u.netloc.rsplit('@', 1)[1]))
 
 def _kind_of_response(r, url:str) -> tuple[str, str|None]:
     "(kind, charset) from a response's Content-Type, or FetchError."
@@ -98,34 +108,113 @@ def _kind_of_response(r, url:str) -> tuple[str, str|None]:
     if kind is None: raise FetchError(f"Unsupported content type {mime or '(none)'!r} from {url}: qmd-nb ingests HTML, text, markdown, PDF and Word")
     return kind, cs.group(1) if cs else None
 
-def _read_body(r, url, max_bytes, deadline) -> bytes:
+# %% ../nbs/05a_ingest.ipynb #f077e4f9
+_NAT64 = ipaddress.ip_network('64:ff9b::/96')
+
+def public_address(ip:str) -> bool:
+    "Whether an address is a public unicast one: not loopback, private, link-local, multicast, reserved or unspecified (IPv4 inside IPv6 included)."
+    a = ipaddress.ip_address(ip.split('%')[0])
+    if a.version == 6:
+        inner = a.ipv4_mapped or a.sixtofour or (a.teredo[1] if a.teredo else None) or \
+                (ipaddress.IPv4Address(int(a) & 0xFFFFFFFF) if a in _NAT64 else None)
+        if inner is not None: return public_address(str(inner))
+    return a.is_global and not (a.is_multicast or a.is_private or a.is_loopback or a.is_link_local or a.is_reserved or a.is_unspecified)
+
+def _resolve(host:str, port:int, seconds:float) -> list[str]:
+    "The host's addresses, asked of the system resolver in a thread so that a slow DNS server cannot outlast the deadline."
+    out, done = [], threading.Event()
+    def run():
+        try: out.extend(dict.fromkeys(ai[4][0] for ai in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)))
+        except (OSError, UnicodeError): pass
+        finally: done.set()
+    threading.Thread(target=run, daemon=True, name='qmd-nb-resolve').start()
+    done.wait(max(0.0, seconds))
+    return list(out)
+
+class _Watchdog:
+    "Shut a socket down when the deadline comes, whatever it is waiting for (a server sending a byte every 2 s included)."
+    def __init__(self, sock, deadline:float):
+        self.sock, self.fired = sock, False
+        self.t = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire); self.t.daemon = True; self.t.start()
+    def _fire(self):
+        self.fired = True
+        try: self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+    def cancel(self): self.t.cancel()
+
+def _connect(u, deadline:float, allow_private):
+    "A socket to an address of `u`'s host that passed the check (TLS with the host's name for https), or None."
+    host, port = u.hostname, u.port or (443 if u.scheme.lower() == 'https' else 80)
+    for ip in _resolve(host, port, deadline - time.monotonic()):
+        if not (allow_private(ip) if callable(allow_private) else allow_private or public_address(ip)): continue
+        try: sock = socket.create_connection((ip, port), timeout=max(0.01, deadline - time.monotonic()))
+        except OSError: continue
+        if u.scheme.lower() == 'https':
+            import ssl
+            try: sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+            except (OSError, ValueError): sock.close(); continue
+        return sock
+    return None
+
+# %% ../nbs/05a_ingest.ipynb #5664786b
+def _open(url:str, deadline:float, allow_private:bool):
+    "An HTTP connection to an address of `url`'s host that passed the check (no second lookup that could answer otherwise)."
+    import http.client
+    u = urlsplit(url)
+    sock = _connect(u, deadline, allow_private)
+    if sock is None: # one message for refused, unreachable and forbidden addresses: no port scanning through qmd-nb
+        raise FetchError(f"Cannot fetch {clean_url(url)}: no answer from its address (unreachable, refused, or a local or private address, which qmd-nb does not fetch)")
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=max(0.01, deadline - time.monotonic()))
+    conn.sock, conn.qmd_dog = sock, _Watchdog(sock, deadline)
+    return conn
+
+def _request(conn, url:str):
+    "Send the GET (with the URL's credentials, if any, as Basic auth) and read the answer's headers."
+    from qmd_nb import __version__
+    u = urlsplit(url)
+    hdrs = {'User-Agent': f'qmd-nb/{__version__}', 'Accept-Encoding': 'identity', 'Accept': '*/*'}
+    if u.username is not None:
+        import base64
+        cred = f"{unquote(u.username)}:{unquote(u.password or '')}".encode('utf-8')
+        hdrs['Authorization'] = 'Basic ' + base64.b64encode(cred).decode('ascii')
+    safe = "/%:@!$&'()*+,;=-._~"
+    conn.request('GET', quote(u.path or '/', safe=safe) + (f"?{quote(u.query, safe=safe + '?')}" if u.query else ''), headers=hdrs)
+    return conn.getresponse()
+
+def _read_body(r, url, max_bytes) -> bytes:
     n = r.headers.get('content-length')
     if n and n.isdigit() and int(n) > max_bytes: raise FetchError(f"{url} is too large ({int(n)} bytes; the limit is {max_bytes})")
     buf = bytearray()
-    for part in r.iter_bytes():
+    while part := r.read(1 << 16):
         buf += part
         if len(buf) > max_bytes: raise FetchError(f"{url} is too large (over {max_bytes} bytes)")
-        if time.monotonic() > deadline: raise FetchError(f"{url} took too long (over the time limit)")
     return bytes(buf)
 
 def fetch_url(url:str, max_bytes:int=50 * 2**20, # largest body accepted
-              timeout:float=30.0, # seconds for the whole fetch, redirects included
-              max_redirects:int=5) -> Fetched:
-    "Fetch an http(s) URL within bounds of size, time and redirects."
-    import httpx
-    from qmd_nb import __version__
-    cur, deadline = _check_http(url), time.monotonic() + timeout
-    try:
-        with httpx.Client(timeout=timeout, follow_redirects=False, headers={'User-Agent': f'qmd-nb/{__version__}'}) as cl:
-            for _ in range(max_redirects + 1):
-                with cl.stream('GET', cur) as r:
-                    if r.is_redirect and 'location' in r.headers: cur = _check_http(urljoin(cur, r.headers['location'])); continue
-                    if r.status_code >= 400: raise FetchError(f"HTTP {r.status_code} {r.reason_phrase} from {cur}")
-                    kind, cs = _kind_of_response(r, cur)
-                    return Fetched(url, cur, _read_body(r, cur, max_bytes, deadline), kind, cs)
-    except httpx.TimeoutException: raise FetchError(f"{url} timed out (limit {timeout:g} s)") from None
-    except httpx.HTTPError as e: raise FetchError(f"Cannot fetch {url}: {type(e).__name__}: {e}") from None
-    raise FetchError(f"{url} redirects more than {max_redirects} times")
+              timeout:float=30.0, # seconds for the whole fetch: every lookup, connection, header and body byte, redirects included
+              max_redirects:int=5,
+              allow_private:bool=False # fetch loopback, private and link-local addresses too (the owner's choice: `--allow-private-urls`); or a test of each address
+             ) -> Fetched:
+    "Fetch an http(s) URL within bounds of size, time and redirects, from public addresses only unless told otherwise."
+    import http.client
+    cur, deadline, shown = _check_http(url), time.monotonic() + timeout, clean_url(url)
+    for _ in range(max_redirects + 1):
+        conn = _open(cur, deadline, allow_private)
+        try:
+            r = _request(conn, cur)
+            if conn.qmd_dog.fired: raise TimeoutError # the deadline cut the headers short: what came is not an answer
+            if r.status in (301, 302, 303, 307, 308) and r.getheader('location'):
+                cur = _check_http(urljoin(cur, r.getheader('location').strip())); continue
+            if r.status >= 400: raise FetchError(f"HTTP {r.status} {r.reason} from {clean_url(cur)}")
+            kind, cs = _kind_of_response(r, clean_url(cur))
+            body = _read_body(r, clean_url(cur), max_bytes)
+            if conn.qmd_dog.fired: raise TimeoutError # a body without a length, cut short by the deadline: not the page
+            return Fetched(shown, clean_url(cur), body, kind, cs)
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            if conn.qmd_dog.fired or time.monotonic() >= deadline: raise FetchError(f"{shown} timed out (limit {timeout:g} s)") from None
+            raise FetchError(f"Cannot fetch {clean_url(cur)}: {type(e).__name__}: {e}") from None
+        finally: conn.qmd_dog.cancel(); conn.close()
+    raise FetchError(f"{shown} redirects more than {max_redirects} times")
 
 # %% ../nbs/05a_ingest.ipynb #8b91bc61
 @dataclass
@@ -144,23 +233,37 @@ def _safe_name(name:str, kind:str) -> str:
     if KINDS.get(ext.lower()) != kind: stem, ext = (stem + ext) or 'document', '.' + kind
     return (stem or 'document')[:100] + ext.lower()
 
-def _read_source(source:str, max_bytes:int, read=None) -> tuple:
-    "(canonical source, bytes, kind, charset, file name) of a path or URL; `read(path, max_bytes)` -> (path opened, bytes) reads a client's file."
+@dataclass
+class Source:
+    "A file or page, read and ready to index."
+    source: str # absolute path, or the URL without credentials
+    data: bytes
+    kind: str
+    charset: str|None # as a web server declared it
+    name: str # the file name it gets in the library
+
+def read_source(source:str, # a file path or an http(s) URL
+                max_bytes:int=200 * 2**20, # largest file or page accepted
+                allow_private:bool=False, # URLs: fetch private and local addresses too (see `fetch_url`)
+                read=None # `read(path, max_bytes)` -> (path opened, bytes): how a client's file is read (see `qmd_nb.tools.client_reader`)
+               ) -> Source:
+    "Read a file or fetch a URL: what `ingest` indexes (servers read outside their write queue, which a slow URL must not hold)."
     if re.match(r'^[A-Za-z][A-Za-z0-9+.-]*://', source):
-        f = fetch_url(source, max_bytes)
+        f = fetch_url(source, max_bytes, allow_private=allow_private)
         u = urlsplit(f.final_url)
-        return source, f.data, f.kind, f.charset, _safe_name(u.path.rstrip('/').rsplit('/', 1)[-1] or u.hostname, f.kind)
+        return Source(clean_url(source), f.data, f.kind, f.charset, _safe_name(u.path.rstrip('/').rsplit('/', 1)[-1] or u.hostname, f.kind))
+    check_path_text(source, 'source')
     if read is not None: # a client's file: checked again as it is opened, when its turn comes
         real, data = read(source, max_bytes); p = Path(real)
         if (kind := KINDS.get(p.suffix.lower())) is None: raise UsageError(f"Unsupported file type {p.suffix or '(none)'}: {source} (qmd-nb reads {', '.join(KINDS)})")
         if len(data) > max_bytes: raise UsageError(f"{source} is too large (over {max_bytes} bytes)")
-        return real, data, kind, None, _safe_name(p.name, kind)
+        return Source(real, data, kind, None, _safe_name(p.name, kind))
     p = Path(source).expanduser().resolve()
     if not p.is_file(): raise NotFound(f"File not found: {source}")
     kind = KINDS.get(p.suffix.lower())
     if kind is None: raise UsageError(f"Unsupported file type {p.suffix or '(none)'}: {source} (qmd-nb reads {', '.join(KINDS)})")
     if p.stat().st_size > max_bytes: raise UsageError(f"{source} is too large ({p.stat().st_size} bytes; the limit is {max_bytes})")
-    return str(p), p.read_bytes(), kind, None, _safe_name(p.name, kind)
+    return Source(str(p), p.read_bytes(), kind, None, _safe_name(p.name, kind))
 
 def _free_path(store, library, name) -> str:
     "`name`, or `stem-2.ext`, `stem-3.ext`... : a path no other source and no file of the library uses."
@@ -179,15 +282,23 @@ def convert_cached(store:Store, data:bytes, kind:str, hash:str, name:str='', cha
     try: return convert_bytes(data, kind, name, charset)
     except ConversionError as e: cache_conversions(store, [(hash, {}, str(e))], CONVERTER_VERSION); raise
 
-def chunk_count(store:Store, text:str, start:int, title:str, hash:str) -> int:
-    "Chunks of a content: as embedded if it was, else as the embedder would cut it with the index's settings."
+def chunk_count(store:Store, text:str, start:int, title:str, hash:str,
+                sample:int=65536 # characters cut exactly; a longer text's count is extrapolated from them
+               ) -> int:
+    "Chunks of a content: as embedded if it was, else as the embedder would cut it (an estimate past `sample` characters)."
     if r := store.q("SELECT chunks FROM embedded WHERE hash=? LIMIT 1", (hash,)): return r[0][0]
     from qmd_nb.chunk import chunk_lines
     from qmd_nb.embed import chunk_params
-    return len(chunk_lines(text.split('\n'), title, start, **chunk_params(store.config.settings)))
+    lines, n = text.split('\n'), 0
+    if len(text) > sample: # tokenising a 3 MB text to count its chunks took 30 s: count the first part, scale by length
+        for k, l in enumerate(lines):
+            n += len(l) + 1
+            if n >= sample: lines = lines[:k + 1]; break
+    got = len(chunk_lines(lines, title, min(start, len(lines)), **chunk_params(store.config.settings)))
+    return got if n < sample else max(got, round(got * len(text) / n))
 
 def _check_args(source, library, metadata, store=None):
-    if not isinstance(source, str) or not source.strip(): raise UsageError("source must be a file path or an http(s) URL")
+    if not isinstance(source, Source) and (not isinstance(source, str) or not source.strip()): raise UsageError("source must be a file path or an http(s) URL")
     check_name(library, 'library')
     if store is not None: check_allowed(store, library) # a token limited to collections: refused before anything is fetched
     if metadata is not None and not isinstance(metadata, dict): raise UsageError(f"metadata must be an object (got {type(metadata).__name__})")
@@ -195,17 +306,19 @@ def _check_args(source, library, metadata, store=None):
     except (TypeError, ValueError) as e: raise UsageError(f"metadata must be JSON: {e}") from None
 
 # %% ../nbs/05a_ingest.ipynb #5d768673
-def ingest(store:Store, source:str, # a file path or an http(s) URL
+def ingest(store:Store, source:str|Source, # a file path or an http(s) URL (or what `read_source` gave for one)
            library:str='default', # the library (collection) to add it to
            metadata:dict|None=None, # the user's metadata, merged into the document's (the user's keys win)
            reindex:bool=True, # rebuild the keyword index now (batch callers pass False and rebuild once)
            max_bytes:int=200 * 2**20, # largest file or page accepted
+           allow_private:bool=False, # URLs: fetch private and local addresses too (see `fetch_url`)
+           job:str|None=None, # the background job doing this: its row learns what is about to be committed
            read=None # `read(path, max_bytes)` -> (path opened, bytes): how a client's file is read (see `qmd_nb.tools.client_reader`)
           ) -> IngestResult:
     "Add one file or URL to a library: `indexed`, `replaced` or `skipped` (same content as last time)."
     _check_args(source, library, metadata, store)
-    src, data, kind, charset, name = _read_source(source.strip(), max_bytes, read)
-    h = hashlib.sha256(data).hexdigest()
+    s = source if isinstance(source, Source) else read_source(source.strip(), max_bytes, allow_private, read)
+    src, h = s.source, hashlib.sha256(s.data).hexdigest()
     with store.writing():
         store.reload_config(); ensure_library(store, library)
         prev = store.q("SELECT path, hash FROM ingested WHERE library=? AND source=?", (library, src))
@@ -213,22 +326,24 @@ def ingest(store:Store, source:str, # a file path or an http(s) URL
         if prev and prev[1] == h and (d := store.q("SELECT id, title, hash FROM documents WHERE collection=? AND path=? AND hash=?", (library, prev[0], h))):
             text, start = store.q("SELECT body, body_start FROM content WHERE hash=?", (h,))[0]
             return IngestResult('skipped', doc_uuid(library, prev[0]), src, library, chunk_count(store, text, start, d[0][1], h), f'{library}/{prev[0]}')
-        try: conv = convert_cached(store, data, kind, h, src, charset)
+        try: conv = convert_cached(store, s.data, s.kind, h, src, s.charset)
         except ConversionError as e: add_problem(store, library, src, str(e)); raise
-        path = prev[0] if prev and KINDS.get(os.path.splitext(prev[0])[1]) == kind else _free_path(store, library, name)
-        nd = _write(store, library, src, path, data, h, conv, metadata)
+        path = prev[0] if prev and KINDS.get(os.path.splitext(prev[0])[1]) == s.kind else _free_path(store, library, s.name)
+        plan = IngestResult('replaced' if prev else 'indexed', doc_uuid(library, path), src, library, 0, f'{library}/{path}')
+        nd = _write(store, library, src, path, s.data, h, conv, metadata, (job, plan))
         if prev and prev[0] != path: _drop_file(store, library, prev[0])
         add_problem(store, library, src, None)
         if reindex: keyword_index(store)
-    return IngestResult('replaced' if prev else 'indexed', doc_uuid(library, path), src, library,
-                        chunk_count(store, nd.body, nd.body_start, nd.title, h), f'{library}/{path}')
+    plan.chunk_count = chunk_count(store, nd.body, nd.body_start, nd.title, h)
+    return plan
 
-def _write(store, library, src, path, data, h, conv, metadata):
-    "Record the source, write the file, index it: in this order, so that an interruption is repaired by `update`."
+def _write(store, library, src, path, data, h, conv, metadata, plan=(None, None)):
+    "Record the source (and the job's plan), write the file, index it: in this order, so that an interruption is repaired by `update`."
     with store.tx() as db:
         db.execute("""INSERT INTO ingested VALUES(?,?,?,?,?,?) ON CONFLICT(library, source) DO UPDATE SET path=excluded.path,
                       hash=excluded.hash, metadata=excluded.metadata, ingested_at=excluded.ingested_at""",
                    (library, src, path, h, json.dumps(metadata or {}, ensure_ascii=False), now_iso()))
+        if plan[0]: db.execute("UPDATE jobs SET result=? WHERE id=?", (json.dumps({**plan[1].__dict__, 'hash': h}), plan[0]))
     f = library_dir(store, library)/path
     tmp = f.with_name(f'.{f.name}.tmp')
     with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'wb') as out: out.write(data) # a copy of someone's file: the owner's only
@@ -273,28 +388,36 @@ class Job:
     @property
     def doc_id(self) -> str|None: return self.result.doc_id if self.result else None
 
-_THREADS: dict = {} # job id -> thread, for the jobs of this process
+MAX_JOB_WORKERS, MAX_JOBS_QUEUED = 2, 32
+_THREADS: dict = {} # job id -> future, for the jobs of this process (running or waiting)
+_POOL: list = [] # the pool, made on first use
 
 def _finish(store, jid, state, error=None, result=None):
     with store.tx() as db:
         db.execute("UPDATE jobs SET state=?, error=?, result=?, updated_at=? WHERE id=?",
                    (state, error, json.dumps(result.__dict__) if result else None, now_iso(), jid))
 
-def _run_job(store, jid, source, library, metadata, read=None):
-    try: _finish(store, jid, 'done', result=ingest(store, source, library, metadata, read=read))
+def _run_job(store, jid, source, library, metadata, allow_private, read=None):
+    try: _finish(store, jid, 'done', result=ingest(store, source, library, metadata, allow_private=allow_private, job=jid, read=read))
     except QmdError as e: _finish(store, jid, 'failed', str(e))
     except Exception as e: # a job's boundary: whatever happens must end in its row, not in a thread's traceback
         _finish(store, jid, 'failed', f"internal error: {type(e).__name__}: {e}")
     finally: _THREADS.pop(jid, None)
 
-def start_ingest(store:Store, source:str, library:str='default', metadata:dict|None=None, read=None) -> str:
-    "Start ingesting in the background; returns the job id."
+def start_ingest(store:Store, source:str, library:str='default', metadata:dict|None=None,
+                 allow_private:bool=False, # URLs: fetch private and local addresses too (see `fetch_url`)
+                 read=None # how a client's file is read when the job's turn comes (see `ingest`)
+                ) -> str:
+    "Start ingesting in the background; returns the job id (`Busy` when too many are under way)."
     _check_args(source, library, metadata, store)
-    jid, ts = uuid.uuid4().hex, now_iso()
+    if len(_THREADS) >= MAX_JOB_WORKERS + MAX_JOBS_QUEUED:
+        raise Busy(f"Too many background ingestions under way ({len(_THREADS)}); try again when some have finished")
+    jid, ts, shown = uuid.uuid4().hex, now_iso(), clean_url(source.strip())
     with store.tx() as db:
-        db.execute("INSERT INTO jobs VALUES(?,?,?,?,?,?,?,?,?,?)", (jid, source.strip(), library, json.dumps(metadata), 'processing', None, None, os.getpid(), ts, ts))
-    t = _THREADS[jid] = threading.Thread(target=_run_job, args=(store, jid, source, library, metadata, read), name=f'ingest-{jid[:8]}', daemon=True)
-    t.start()
+        db.execute("INSERT INTO jobs VALUES(?,?,?,?,?,?,?,?,?,?)", (jid, shown, library, json.dumps(metadata), 'processing', None, None, os.getpid(), ts, ts))
+    if not _POOL: _POOL.append(ThreadPoolExecutor(MAX_JOB_WORKERS, thread_name_prefix='qmd-nb-ingest'))
+    _THREADS[jid] = True # counted at once: a burst of requests cannot slip past the limit
+    _THREADS[jid] = _POOL[0].submit(_run_job, store, jid, source.strip(), library, metadata, allow_private, read)
     return jid
 
 def _alive(jid, pid) -> bool:
@@ -303,21 +426,37 @@ def _alive(jid, pid) -> bool:
     except ProcessLookupError: return False
     except PermissionError: return True
 
+def _committed(store, lib, plan) -> IngestResult|None:
+    "The planned result of an interrupted job, if its document is in the catalog with the content the job fetched."
+    try: p = json.loads(plan or 'null')
+    except ValueError: return None
+    if not isinstance(p, dict) or 'hash' not in p: return None
+    h = p.pop('hash')
+    row = store.q("SELECT d.title, c.body, c.body_start FROM documents d JOIN content c ON c.hash = d.hash WHERE d.collection=? AND d.path=? AND d.hash=?",
+                  (lib, p['file'].split('/', 1)[1], h))
+    if not row: return None
+    return IngestResult(**{**p, 'chunk_count': chunk_count(store, row[0][1], row[0][2], row[0][0], h)})
+
 def job_status(store:Store, job_id:str) -> Job:
-    "The state of a background ingestion."
+    "The state of a background ingestion (a job whose process died: done if its document was committed, else failed)."
     r = store.q("SELECT id, source, library, state, error, result, pid, created_at, updated_at FROM jobs WHERE id=?", (str(job_id),))
     if not r: raise NotFound(f"Job not found: {job_id}")
     jid, src, lib, state, err, res, pid, c, u = r[0]
     if state == 'processing' and not _alive(jid, pid):
-        r2 = store.q("SELECT state FROM jobs WHERE id=?", (jid,))[0][0] # it may have finished just now
-        if r2 == 'processing': _finish(store, jid, 'failed', 'interrupted: the process running it stopped'); return job_status(store, jid)
-        return job_status(store, jid)
-    return Job(jid, src, lib, state, err, IngestResult(**json.loads(res)) if res else None, c, u)
+        if store.q("SELECT state FROM jobs WHERE id=?", (jid,))[0][0] != 'processing': return job_status(store, jid) # it finished just now
+        done = _committed(store, lib, res)
+        state, err, u = ('done', None, now_iso()) if done else ('failed', 'interrupted: the process running it stopped', now_iso())
+        store.try_write("UPDATE jobs SET state=?, error=?, result=?, updated_at=? WHERE id=? AND state='processing'",
+                        [(state, err, json.dumps(done.__dict__) if done else None, u, jid)]) # remembered if the index can take it now
+        return Job(jid, src, lib, state, err, done, c, u)
+    return Job(jid, src, lib, state, err, IngestResult(**json.loads(res)) if res and state == 'done' else None, c, u)
 
 def wait_job(store:Store, job_id:str, timeout:float|None=None) -> Job:
     "Wait until a job is no longer processing (or `timeout` seconds), then return it."
     end = None if timeout is None else time.monotonic() + timeout
     while (j := job_status(store, job_id)).state == 'processing' and (end is None or time.monotonic() < end):
-        if t := _THREADS.get(job_id): t.join(0.5 if end is None else max(0.0, min(0.5, end - time.monotonic())))
+        f = _THREADS.get(job_id)
+        if f is not None and f is not True: _wait_futures([f], 0.5 if end is None else max(0.0, min(0.5, end - time.monotonic())))
         else: time.sleep(0.1)
+    if j.state != 'processing' and (f := _THREADS.get(job_id)) not in (None, True): _wait_futures([f], 5) # its last step: leaving the pool's count
     return j

@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/keyword.html.md"""
 
 # %% ../nbs/04_keyword.ipynb #35299129
 from __future__ import annotations
-import json, shutil, time
+import json, shutil, tempfile, threading, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
@@ -51,7 +51,8 @@ class Bm25sBackend:
     name = 'bm25s'
     @staticmethod
     def build(ids:list[list[int]], vocab:dict, p:BM25Params, folder:Path):
-        import bm25s
+        import bm25s, logging
+        logging.getLogger('bm25s').setLevel(logging.WARNING) # it sets itself to DEBUG: a server's log would get a line per build
         r = bm25s.BM25(k1=p.k1, b=p.b, method='lucene')
         r.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False, create_empty_token=False)
         r.save(str(folder))
@@ -125,12 +126,28 @@ def build_keyword_index(store:Store, p:BM25Params|None=None) -> Path:
     store = store.root # a view limited to some collections still builds (and shares) the whole index
     with store.writing(): return _build(store, p or BM25Params.from_settings(store.config.settings))
 
-def _build(store, p):
-    gen = generation(store)
+def _build(store, p, root:Path|None=None # build here, without making it current (default: the index's, made current)
+          ) -> Path:
+    try: return _write_build(store, p, root)
+    except OSError as e: store._raise_storage(e); raise
+
+def _write_build(store, p, root):
+    gen, current = generation(store), root is None
     doc_ids, colls, ids, vocab = _corpus(store, p, Analyzer())
-    root = store.paths.keyword_dir; root.mkdir(parents=True, exist_ok=True)
+    root = store.paths.keyword_dir if current else root; root.mkdir(parents=True, exist_ok=True)
     folder = root/f'g{gen}-{time.time_ns()}'
     folder.mkdir()
+    try: _save_build(folder, gen, p, doc_ids, colls, ids, vocab)
+    except BaseException: shutil.rmtree(folder, ignore_errors=True); raise # a full disk leaves no half-written build
+    if not current: return folder
+    prev = _current_name(root)
+    atomic_write(root/'CURRENT', folder.name)
+    for old in root.iterdir(): # keep the previous build: a reader may have just picked it
+        if old.is_dir() and old.name not in (folder.name, prev): shutil.rmtree(old, ignore_errors=True)
+    store.cache.pop('keyword', None)
+    return folder
+
+def _save_build(folder, gen, p, doc_ids, colls, ids, vocab):
     if doc_ids: BACKENDS[p.backend].build(ids, vocab, p, folder)
     names = sorted(set(colls)); code = {c: i for i, c in enumerate(names)}
     df = np.bincount(np.fromiter((t for d in ids for t in set(d)), dtype=np.int64), minlength=len(vocab))
@@ -138,28 +155,28 @@ def _build(store, p):
     np.save(folder/'doc_ids.npy', np.array(doc_ids, dtype=np.int64))
     np.save(folder/'coll_codes.npy', np.array([code[c] for c in colls], dtype=np.int32))
     np.save(folder/'doc_lens.npy', np.array([len(d) for d in ids], dtype=np.int64)) # for the statistics of a view (`view_scores`)
-    (folder/'terms.json').write_text(json.dumps(vocab, ensure_ascii=False))
-    (folder/'meta.json').write_text(json.dumps(dict(generation=gen, params=asdict(p), collections=names, n_docs=len(doc_ids))))
-    prev = (root/'CURRENT').read_text().strip() if (root/'CURRENT').exists() else None
-    atomic_write(root/'CURRENT', folder.name)
-    for old in root.iterdir(): # keep the previous build: a reader may have just picked it
-        if old.is_dir() and old.name not in (folder.name, prev): shutil.rmtree(old, ignore_errors=True)
-    store.cache.pop('keyword', None)
-    return folder
+    (folder/'terms.json').write_text(json.dumps(vocab, ensure_ascii=False), encoding='utf-8')
+    (folder/'meta.json').write_text(json.dumps(dict(generation=gen, params=asdict(p), collections=names, n_docs=len(doc_ids))), encoding='utf-8')
+
+def _current_name(root:Path) -> str|None:
+    "The name of the build in use, from the CURRENT file (None when nothing was built yet)."
+    try: return (root/'CURRENT').read_text(encoding='utf-8').strip() or None
+    except FileNotFoundError: return None
 
 # %% ../nbs/04_keyword.ipynb #5522c40d
 class KeywordIndex:
     "A built keyword index, loaded for querying."
     def __init__(self, folder:Path):
         self.folder = folder
-        m = json.loads((folder/'meta.json').read_text())
+        m = json.loads((folder/'meta.json').read_text(encoding='utf-8'))
         self.generation, self.params, self.collections, self.n = m['generation'], BM25Params(**m['params']), m['collections'], m['n_docs']
-        self.vocab = json.loads((folder/'terms.json').read_text())
+        self.vocab = json.loads((folder/'terms.json').read_text(encoding='utf-8')) # explicit: a model load can switch the locale to ASCII
         self.doc_ids, self.coll_codes = np.load(folder/'doc_ids.npy'), np.load(folder/'coll_codes.npy')
         self.idf = np.load(folder/'idf.npy')
         lens = folder/'doc_lens.npy' # each document's length in terms, for a view's statistics (absent from older builds)
         self.doc_lens = np.load(lens) if lens.exists() else None
         self.backend = BACKENDS[self.params.backend](folder, self.params, self.n) if self.n else None
+        self.key, self.stale = folder.name, False # stale: the catalog changed since this build (a writer is at work)
 
     def term_ids(self, terms:list[str]) -> list[int]:
         "Vocabulary ids of the terms the index knows."
@@ -178,28 +195,50 @@ class KeywordIndex:
         codes = [self.collections.index(c) for c in names if c in self.collections]
         return np.isin(self.coll_codes, codes)
 
+# %% ../nbs/04_keyword.ipynb #4fed1270
 def _load_current(root:Path) -> KeywordIndex|None:
-    "The build CURRENT points at, or None (retrying once if it vanishes under a concurrent rebuild)."
-    for _ in range(2):
-        name = (root/'CURRENT').read_text().strip() if (root/'CURRENT').exists() else None
-        if not name: return None
+    "The build CURRENT points at, or None (retrying if it vanishes under concurrent rebuilds)."
+    for _ in range(3):
+        if not (name := _current_name(root)): return None
         try: return KeywordIndex(root/name)
         except FileNotFoundError: continue
     return None
 
-def keyword_index(store:Store, rebuild_stale:bool=True) -> KeywordIndex:
-    "The store's current keyword index, rebuilt first when it is missing, stale or built with other parameters."
+def _in_memory(store:Store, p:BM25Params) -> KeywordIndex:
+    "A build for this process only, in a temporary folder removed at once (the arrays stay mapped)."
+    with tempfile.TemporaryDirectory(prefix='qmd-nb-keyword-') as d:
+        ki = KeywordIndex(_build(store, p, Path(d)))
+        ki.vocab, ki.doc_ids, ki.coll_codes, ki.idf = ki.vocab, np.array(ki.doc_ids), np.array(ki.coll_codes), np.array(ki.idf)
+    ki.key = f'memory:{ki.generation}:{p}'
+    return ki
+
+def _reader_index(store, p, gen, cur) -> KeywordIndex:
+    "The build CURRENT names, loaded by one thread at a time; the others answer from the one they had meanwhile."
+    name, lock = _current_name(store.paths.keyword_dir), store.cache.setdefault('keyword_lock', threading.Lock())
+    if cur is not None and cur.key in (name, f'memory:{gen}:{p}'): return cur
+    if not lock.acquire(blocking=cur is None): return cur # another thread is loading the new build (32 parsing it at once hurt)
+    try:
+        now = store.cache.get('keyword')
+        if now is not None and now is not cur and now.key == name: return now # loaded while this thread waited
+        ki = _load_current(store.paths.keyword_dir) if name else None
+        return ki if ki is not None else _in_memory(store, p)
+    finally: lock.release()
+
+def keyword_index(store:Store, rebuild_stale:bool|None=None # rebuild when stale: None = when this thread is a writer
+                 ) -> KeywordIndex:
+    "The store's keyword index: writers rebuild it when the catalog or the `bm25` settings changed; readers take the last build."
     store = store.root # one index over every collection: a view (`StoreView`) filters it by its collections
     p, gen = BM25Params.from_settings(store.config.settings), generation(store)
-    cur = store.cache.get('keyword')
-    if cur is not None and cur.generation == gen and cur.params == p: return cur
     fresh = lambda k: k is not None and k.generation == gen and k.params == p
-    ki = _load_current(store.paths.keyword_dir)
-    if ki is None or (rebuild_stale and not fresh(ki)):
+    cur = store.cache.get('keyword')
+    if fresh(cur): return cur
+    if store.is_writing() if rebuild_stale is None else rebuild_stale:
         with store.writing(): # another process may have built it while we waited
             gen = generation(store); ki = _load_current(store.paths.keyword_dir)
             if not fresh(ki): ki = KeywordIndex(_build(store, p))
-    store.cache['keyword'] = ki
+    else: ki = _reader_index(store, p, gen, cur)
+    ki.stale = not fresh(ki)
+    if ki is not cur: store.cache['keyword'] = ki
     return ki
 
 # %% ../nbs/04_keyword.ipynb #e8c48c9b

@@ -311,6 +311,10 @@ def instructions(engine) -> str:
     return (f"LDIMS document search over {n} documents. Find documents with searchDocuments, then read one with the resource "
             "ldims://docs/{documentId}/extracted_content.")
 
+def _shown(v, n:int=200):
+    "A value as the log shows it: a long string cut (a 1 MB query is refused, not copied into the log)."
+    return v[:n] + f'… ({len(v)} characters)' if isinstance(v, str) and len(v) > n else v
+
 def register(srv, engine):
     "Add `searchDocuments` and `ldims://docs/{document_id}/extracted_content` over `engine` to the MCP server `srv`."
     import anyio, anyio.to_thread
@@ -328,7 +332,7 @@ def register(srv, engine):
             a = await anyio.to_thread.run_sync(lambda: search_documents(engine, query, maxResults, filters, s), abandon_on_cancel=True)
         if scope.cancelled_caught: a = LdimsError('SEARCH_TIMEOUT', {'timeoutSeconds': s.timeout})
         err = isinstance(a, LdimsError)
-        (log.warning if err else log.info)("searchDocuments %s -> %s in %.1f ms", json.dumps({'query': query, 'maxResults': maxResults, 'filters': filters}, ensure_ascii=False),
+        (log.warning if err else log.info)("searchDocuments %s -> %s in %.1f ms", json.dumps({'query': _shown(query), 'maxResults': maxResults, 'filters': filters}, ensure_ascii=False),
                                            a.errorCode if err else f'{len(a.results)} of {a.totalMatches}', (time.perf_counter() - t) * 1000)
         return CallToolResult(content=[TextContent(type='text', text=json.dumps(a.to_dict(), ensure_ascii=False))], is_error=err)
     srv._tool_manager.get_tool('searchDocuments').parameters['required'] = ['query'] # the handler still answers INVALID_INPUT without it

@@ -246,6 +246,11 @@ def server_instructions(engine:Engine, profiles:list[str] # checked profiles (se
     return '\n\n'.join(one(p) for p in profiles).strip() or None
 
 # %% ../nbs/21_mcp.ipynb #20f74a52
+def _timed_call(engine, fn, args):
+    "A read tool's call under the engine's time limit (an error result past it, see `qmd_nb.config.deadline`)."
+    from qmd_nb.config import deadline
+    with deadline(getattr(engine, 'request_timeout', None)): return fn(engine, **args)
+
 def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0',
            tools=('qmd',) # tool profiles to expose (see `PROFILES`)
           ):
@@ -278,7 +283,7 @@ def _qmd_tools(srv, engine:Engine):
 
     async def answer(ctx:Context, name:str, fn, **args) -> CallToolResult:
         t = time.perf_counter()
-        r = await anyio.to_thread.run_sync(functools.partial(fn, engine, **args))
+        r = await anyio.to_thread.run_sync(functools.partial(_timed_call, engine, fn, args))
         took = time.perf_counter() - t
         await _log(ctx, 'debug', lambda: call_log_line(name, args, r, took))
         return to_call_result(r)

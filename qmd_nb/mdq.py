@@ -15,7 +15,7 @@ import json, os, re
 from dataclasses import dataclass, field, asdict
 from pathlib import Path, PurePosixPath
 from typing import Optional
-from .config import QmdError, UsageError, NotFound, check_name
+from .config import QmdError, UsageError, NotFound, check_name, check_path_text
 from .convert import utc_iso
 from .store import Store, DocRow, doc_body, generation, _row, _DOC_COLS
 from .index import add_collection, remove_collection
@@ -189,6 +189,7 @@ def read_page(store:Store, path:Optional[str]=None, # path relative to its sourc
     "The full content and metadata of one page."
     if (path is None) == (id is None): raise UsageError("give either path or id")
     if not isinstance(path if id is None else id, str) or not (path if id is None else id).strip(): raise UsageError("path and id must be non-empty strings")
+    check_path_text(path if id is None else id, 'path' if id is None else 'id') # not 100,000 characters echoed back in "File not found"
     cols = _sources(store, source)
     if id is not None:
         names = {c.name for c in cols}

@@ -18,6 +18,7 @@ import json, math, os, sqlite3, threading, time, uuid, datetime as _dt
 from collections import Counter
 from dataclasses import dataclass, field, asdict
 from .store import Store, now_iso
+from .config import ReadOnlyIndex, DiskFull
 from .text import Analyzer, raw_tokens
 from .keyword import lucene_idf
 from .sanitize import find_secrets
@@ -33,11 +34,24 @@ CREATE TABLE IF NOT EXISTS experience_vectors(id TEXT NOT NULL, fingerprint TEXT
 """
 
 def ensure_schema(store:Store) -> Store:
-    "Create the experience tables in the store's catalog (once per store object)."
+    "Create the experience tables in the store's catalog (once per store object); a read-only index gets empty ones of its own."
     if not store.cache.get('recall_schema'):
-        with store.root.lock: store.root.db.executescript(RECALL_SCHEMA) # a view's connection is read-only
+        with store.root.lock:
+            db = store.root.db
+            if not store.root.readonly: db.executescript(RECALL_SCHEMA) # a view's connection is read-only
+        if store.root.readonly: _empty_tables(store)
         store.cache['recall_schema'] = True
     return store
+
+def _empty_tables(store:Store):
+    "A read-only catalog that never had experiences: empty TEMP tables on the store's connection, so that reads find none."
+    with store.lock:
+        db = store.db
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='experiences'").fetchone(): return
+        was = db.execute('PRAGMA query_only').fetchone()[0] # a view's connection: ON (TEMP tables are not the catalog)
+        db.execute('PRAGMA query_only=OFF')
+        try: db.executescript(RECALL_SCHEMA.replace('CREATE TABLE', 'CREATE TEMP TABLE'))
+        finally: db.execute(f'PRAGMA query_only={was}')
 
 def recall_generation(store:Store) -> int:
     "Counter that goes up with every new experience."
@@ -170,7 +184,8 @@ class CountWriter:
         self.stopping = engine.stopping if engine is not None else threading.Event()
 
     def add(self, ids:list[str]):
-        "Count one read of each id (written soon, not now)."
+        "Count one read of each id (written soon, not now; never on a read-only index)."
+        if self.store.root.readonly: return
         with self.cv:
             self.pending.update(ids); self.cv.notify()
             if self._thread is None: self._thread = (self.engine.background if self.engine is not None else _daemon)(self._run)
@@ -274,7 +289,7 @@ def submit_experience(rc:Recall, **args) -> Answer:
                                                           json.dumps(e.keywords, ensure_ascii=False), ' '.join(rc.terms(e)), ts, ts))
             if vec is not None: db.execute("INSERT INTO experience_vectors VALUES(?,?,?)", (eid, emb.fingerprint, vec))
             db.execute("INSERT INTO kv VALUES('recall_generation','1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1")
-    except sqlite3.Error as err: return fail('DATABASE_ERROR', f"Could not save the experience: {err}")
+    except (sqlite3.Error, ReadOnlyIndex, DiskFull) as err: return fail('DATABASE_ERROR', f"Could not save the experience: {err}")
     return Answer(True, Submitted(eid))
 
 # %% ../nbs/26_recall.ipynb #345a790a

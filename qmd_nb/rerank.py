@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/rerank.html.md"""
 
 # %% ../nbs/11b_rerank.ipynb #f053be2b
 from __future__ import annotations
-import re, threading
+import re, sqlite3, threading
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
@@ -61,11 +61,9 @@ def window_fp(embedder, size:int=1, with_title:bool=False) -> str:
 
 def window_vectors(store:Store, embedder, cands:list[Candidate], size:int=1, with_title:bool=False) -> dict:
     "hash -> matrix of window vectors, embedding (and storing) what is missing."
-    fp = window_fp(embedder, size, with_title)
-    with store.tx() as db: db.execute(WINDOW_SCHEMA)
-    hs = list(dict.fromkeys(c.hash for c in cands))
+    fp, hs = window_fp(embedder, size, with_title), list(dict.fromkeys(c.hash for c in cands))
     have = {h: np.frombuffer(v, dtype=np.float16).reshape(-1, d).astype(np.float32) for h, v, d in
-            store.q(f"SELECT hash, vecs, dim FROM windows WHERE fingerprint=? AND hash IN ({','.join('?' * len(hs))})", [fp, *hs])} if hs else {}
+            _stored_windows(store, f"SELECT hash, vecs, dim FROM windows WHERE fingerprint=? AND hash IN ({','.join('?' * len(hs))})", [fp, *hs])} if hs else {}
     todo = {c.hash: windows(c.text, c.title, size, with_title) for c in cands if c.hash not in have}
     if todo:
         flat = [w for ws in todo.values() for w in ws]
@@ -73,8 +71,15 @@ def window_vectors(store:Store, embedder, cands:list[Candidate], size:int=1, wit
         for h, ws in todo.items():
             m = vecs[i:i + len(ws)]; i += len(ws); have[h] = m
             rows.append((h, fp, m.astype(np.float16).tobytes(), m.shape[1]))
-        with store.tx() as db: db.executemany("INSERT OR REPLACE INTO windows VALUES(?,?,?,?)", rows)
+        store.try_write(WINDOW_SCHEMA); store.try_write("INSERT OR REPLACE INTO windows VALUES(?,?,?,?)", rows) # a cache: a query never waits to write it
     return have
+
+def _stored_windows(store, sql, args) -> list:
+    "Rows of the `windows` cache (none before its table exists, e.g. in a read-only index)."
+    try: return store.q(sql, args)
+    except sqlite3.OperationalError as e:
+        if 'no such table' in str(e): return []
+        raise
 
 class EmbedReranker:
     "Scores a candidate by its best sentence window's cosine similarity to the query (the embedding model, offline)."
@@ -137,19 +142,20 @@ class CachedReranker:
 # %% ../nbs/11b_rerank.ipynb #57d1586e
 def docs_without_windows(store:Store, embedder, size:int=1, with_title:bool=False, n:int=16) -> list:
     "Up to `n` documents (one per content) whose window vectors are not stored yet."
-    with store.tx() as db: db.execute(WINDOW_SCHEMA)
+    store.try_write(WINDOW_SCHEMA)
     sql = (f"SELECT {_DOC_COLS} FROM documents d WHERE NOT EXISTS (SELECT 1 FROM windows w WHERE w.hash=d.hash AND w.fingerprint=?) "
            "GROUP BY d.hash LIMIT ?")
-    return [_row(r) for r in store.q(sql, (window_fp(embedder, size, with_title), n))]
+    return [_row(r) for r in _stored_windows(store, sql, (window_fp(embedder, size, with_title), n))]
 
 def warm_windows(store:Store, embedder, size:int=1, with_title:bool=False,
                  batch:int=16, # documents per step: small, so queries waiting for the model wait little
                  stop:threading.Event|None=None # set it to stop after the current step
                 ) -> int:
     "Embed and store the sentence windows of every document that has none yet; how many documents were done."
-    done = 0
+    done, last = 0, None
     while not (stop is not None and stop.is_set()):
         rows = docs_without_windows(store, embedder, size, with_title, batch)
-        if not rows: break
+        if not rows or rows == last: break # nothing left, or nothing could be stored (a read-only index, a busy writer)
+        last = rows
         window_vectors(store, embedder, candidates(store, rows), size, with_title); done += len(rows)
     return done

@@ -16,7 +16,7 @@ from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .convert import page_of
 
 # %% auto #0
-__all__ = ['MAX_LIMIT', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'keyword_hits', 'view_mask',
+__all__ = ['MAX_LIMIT', 'MAX_QUERY', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'keyword_hits', 'view_mask',
            'term_patterns', 'best_line', 'make_snippet', 'context_of', 'to_results', 'search']
 
 # %% ../nbs/06_search.ipynb #d77b9a76
@@ -54,11 +54,12 @@ class SearchResult:
         return d
 
 # %% ../nbs/06_search.ipynb #5f41b660
-MAX_LIMIT = 1000
+MAX_LIMIT, MAX_QUERY = 1000, 2000 # results; characters in a query
 
 def check_search_args(query, limit, min_score) -> tuple[str, int, float]:
     "Validated (query, limit, min_score), or `UsageError` naming the bad parameter."
     if not isinstance(query, str) or not query.strip(): raise UsageError("query must be a non-empty string")
+    if len(query) > MAX_QUERY: raise UsageError(f"query is too long ({len(query)} characters; the limit is {MAX_QUERY})")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"limit must be an integer from 1 to {MAX_LIMIT} (got {limit!r})")
     if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0 <= min_score <= 1:

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult # imported where used: it brings numpy
 
 # %% auto #0
-__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'check_port', 'check_tls', 'http_server', 'public_base', 'http_security',
-           'warm_in_background', 'profiles_ready', 'serve', 'qmd_exe', 'mcp_config', 'server_url', 'call_server',
-           'remote_search']
+__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'check_port', 'check_tls', 'http_server', 'client_deadline', 'public_base',
+           'http_security', 'warm_in_background', 'profiles_ready', 'serve', 'qmd_exe', 'mcp_config', 'server_url',
+           'call_server', 'remote_search']
 
 # %% ../nbs/23_serve.ipynb #83629449
 DEFAULT_PORT = 18765
@@ -38,14 +38,62 @@ def check_tls(cert:str|None, key:str|None):
 
 def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT,
                 cert:str|None=None, key:str|None=None, # a TLS certificate and key: serve HTTPS
+                client_timeout:float=15.0, # seconds a client has to send a whole request (headers and body) once connected
                 **app_kw):
     "A uvicorn server for the REST API and MCP at /mcp (`.run()` it, or `await .serve()`)."
     import uvicorn
     from qmd_nb.rest import mk_app
     check_tls(cert, key)
     cfg = uvicorn.Config(mk_app(engine, host, **app_kw), host=host, port=port, log_level='warning', access_log=False,
-                         lifespan='on', timeout_graceful_shutdown=5, ssl_certfile=cert, ssl_keyfile=key)
-    return uvicorn.Server(cfg)
+                         lifespan='on', timeout_graceful_shutdown=2, timeout_keep_alive=5, http=client_deadline(client_timeout),
+                         ssl_certfile=cert, ssl_keyfile=key)
+    return _Server(cfg)
+
+# %% ../nbs/23_serve.ipynb #1f0c16b7
+def client_deadline(seconds:float):
+    "uvicorn's HTTP protocol (httptools, else h11), closing a connection whose client has not sent a whole request in `seconds`."
+    try:
+        import httptools # noqa: F401 (uvicorn's faster parser, when installed)
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+    except ImportError: from uvicorn.protocols.http.h11_impl import H11Protocol as Base
+    class Timed(Base):
+        def _arm(self):
+            self._disarm(); self._qmd_timer = self.loop.call_later(seconds, self._expire)
+        def _disarm(self):
+            if getattr(self, '_qmd_timer', None) is not None: self._qmd_timer.cancel(); self._qmd_timer = None
+        def _expire(self):
+            self._qmd_timer = None
+            if not self.transport.is_closing(): self.transport.close() # the client owes us bytes it has had time to send
+        def connection_made(self, transport): super().connection_made(transport); self._arm()
+        def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
+        def on_message_complete(self): # httptools: the whole request is in
+            self._disarm(); super().on_message_complete()
+        def data_received(self, data):
+            super().data_received(data)
+            conn = getattr(self, 'conn', None) # h11: the request is in once the client's side is done
+            if conn is not None and getattr(conn.their_state, '__name__', '') in ('DONE', 'MUST_CLOSE'): self._disarm()
+        def on_response_complete(self): super().on_response_complete(); self._arm()
+    return Timed
+
+def _exit_within(seconds:float):
+    "Leave the process `seconds` from now, whatever is still running (an orderly exit usually comes first)."
+    def go():
+        for f in (sys.stdout, sys.stderr):
+            try: f.flush()
+            except (OSError, ValueError): pass
+        os._exit(0)
+    t = threading.Timer(seconds, go); t.daemon = True; t.start()
+
+def _server_class():
+    import uvicorn
+    class Server(uvicorn.Server):
+        "uvicorn's server, sure to be gone 5 s after a stop signal."
+        def handle_exit(self, sig, frame):
+            if not self.should_exit: _exit_within(3.5)
+            super().handle_exit(sig, frame)
+    return Server
+
+def _Server(cfg): return _server_class()(cfg)
 
 # %% ../nbs/23_serve.ipynb #a79c7300
 def public_base(host:str, port:int, tls:bool=False, public_url:str|None=None) -> str:
@@ -101,7 +149,10 @@ async def _both(engine, server, tools=('qmd',)):
     import anyio
     from qmd_nb.stdio import serve_stdio_async
     async with anyio.create_task_group() as tg:
-        async def http(): await server.serve(); tg.cancel_scope.cancel()
+        async def http():
+            try: await server.serve()
+            except SystemExit: pass # uvicorn raises the stop signal again as it leaves; our handler makes it SystemExit
+            tg.cancel_scope.cancel()
         tg.start_soon(http)
         await serve_stdio_async(engine, tools) # returns at end of input
         server.should_exit = True
@@ -109,7 +160,7 @@ async def _both(engine, server, tools=('qmd',)):
 def _stop_quietly():
     "Make SIGTERM and Ctrl-C a normal exit (status 0): uvicorn shuts down gracefully, then re-raises the signal to us."
     import signal
-    def stop(sig, frame): raise SystemExit(0)
+    def stop(sig, frame): _exit_within(3.5); raise SystemExit(0)
     for sig in (signal.SIGTERM, signal.SIGINT): signal.signal(sig, stop)
 
 def serve(engine, # the engine to serve
@@ -119,7 +170,8 @@ def serve(engine, # the engine to serve
           tools=('qmd',), # MCP tool profiles (see `qmd_nb.mcp.PROFILES`)
           auth:bool=True, oauth:bool=True, # HTTP: require tokens; offer OAuth (see `http_security`)
           allow_paths=(), # HTTP: folders whose files clients may name
-          cert:str|None=None, key:str|None=None, public_url:str|None=None # HTTP: TLS, and the URL clients use
+          cert:str|None=None, key:str|None=None, public_url:str|None=None, # HTTP: TLS, and the URL clients use
+          client_timeout:float=15.0 # HTTP: seconds a client has to send a whole request
          ):
     "Serve `engine` until end of input (stdio), Ctrl-C or SIGTERM."
     if transport not in TRANSPORTS: raise QmdError(f"Unknown transport {transport!r}: choose from {', '.join(TRANSPORTS)}")
@@ -137,8 +189,8 @@ def serve(engine, # the engine to serve
     check_port(host, port); check_tls(cert, key)
     sec, notes = http_security(host, port, auth, oauth, bool(cert), public_url)
     roots = [str(Path(p).expanduser().resolve()) for p in allow_paths or []]
-    server = http_server(engine.start_loading(delay=0.5), host, port, cert, key, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
-                         tools=tools, allow_paths=roots, **sec)
+    server = http_server(engine.start_loading(delay=0.5), host, port, cert, key, client_timeout, allowed_origins=allowed_origins,
+                         allowed_hosts=allowed_hosts, tools=tools, allow_paths=roots, **sec)
     url = public_base(host, port, bool(cert), public_url)
     for line in [f"REST on {url}, MCP (Streamable HTTP) on {url}/mcp", *notes]: print(f"qmd-nb: {line}", file=sys.stderr)
     _stop_quietly(); warm_in_background(engine)
@@ -146,7 +198,7 @@ def serve(engine, # the engine to serve
         if transport == 'http': return server.run()
         import anyio
         anyio.run(_both, engine, server, tools)
-    finally: engine.close()
+    finally: _exit_within(1.5); engine.close() # the model load and background work get a moment to stop, no more
 
 # %% ../nbs/23_serve.ipynb #104f9c92
 def qmd_exe() -> str:

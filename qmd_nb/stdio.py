@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/stdio.html.md"""
 
 # %% ../nbs/21a_stdio.ipynb #44b8c632
 from __future__ import annotations
-import io, json, logging, os, sys
+import io, json, logging, os, sys, threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
@@ -15,8 +15,8 @@ from .tools import Engine
 from .mcp import mk_mcp, server_instructions
 
 # %% auto #0
-__all__ = ['HANDSHAKE_FILE', 'read_line', 'Prefixed', 'initialize_request', 'handshake_key', 'Handshake', 'Output', 'greet',
-           'run_sdk', 'stdio_session', 'claimed_stdio', 'serve_stdio', 'serve_stdio_async']
+__all__ = ['HANDSHAKE_FILE', 'read_line', 'Prefixed', 'initialize_request', 'handshake_key', 'Handshake', 'Output', 'rpc_problem',
+           'Checked', 'greet', 'run_sdk', 'stdio_session', 'claimed_stdio', 'serve_stdio', 'serve_stdio_async']
 
 # %% ../nbs/21a_stdio.ipynb #9ca76eeb
 def read_line(fd:int, # a readable file descriptor, e.g. a pipe
@@ -88,7 +88,7 @@ class Handshake:
         self.path, self.key, self.pending, self.sent, self.log = path, key, None, None, logging.getLogger('qmd_nb.stdio')
 
     def _answers(self) -> dict:
-        try: d = json.loads(self.path.read_text())
+        try: d = json.loads(self.path.read_text(encoding='utf-8'))
         except (OSError, ValueError): return {}
         return d.get('answers', {}) if isinstance(d, dict) and d.get('key') == self.key else {}
 
@@ -128,11 +128,50 @@ class Handshake:
 class Output:
     "The SDK's outgoing text stream to `fd`, which holds back an `initialize` answer already given."
     def __init__(self, fd:int, handshake:Handshake|None=None):
-        self.f, self.handshake = os.fdopen(fd, 'wb', closefd=False), handshake
+        self.f, self.handshake, self.lock = os.fdopen(fd, 'wb', closefd=False), handshake, threading.Lock()
     def write(self, s:str) -> int:
-        if self.handshake is None or self.handshake.passes(s): self.f.write(s.encode('utf-8'))
+        if self.handshake is None or self.handshake.passes(s):
+            with self.lock: self.f.write(s.encode('utf-8'))
         return len(s)
-    def flush(self): self.f.flush()
+    def flush(self):
+        with self.lock: self.f.flush()
+    def send(self, msg:dict):
+        "Write one message of ours (an error answer) as a whole line, between the SDK's."
+        with self.lock: self.f.write((json.dumps(msg, ensure_ascii=False) + '\n').encode('utf-8')); self.f.flush()
+
+# %% ../nbs/21a_stdio.ipynb #1dc0fdfd
+def _error(id, code:int, message:str) -> dict: return {'jsonrpc': '2.0', 'id': id, 'error': {'code': code, 'message': message}}
+
+def rpc_problem(line:str # one line from the client
+               ) -> dict|None:
+    "The JSON-RPC error answer a line deserves, or None when it is a well-formed message."
+    try: m = json.loads(line)
+    except ValueError as e: return _error(None, -32700, f"Parse error: not valid JSON ({e})")
+    if isinstance(m, list): return _error(None, -32600, "Invalid Request: batches are not supported; send one message per line")
+    if not isinstance(m, dict): return _error(None, -32600, "Invalid Request: a message is a JSON object")
+    i, has_id = m.get('id'), 'id' in m
+    good_id = not has_id or (isinstance(i, (str, int)) and not isinstance(i, bool))
+    rid = i if has_id and good_id else None
+    if m.get('jsonrpc') != '2.0': return _error(rid, -32600, 'Invalid Request: "jsonrpc" must be "2.0"')
+    if not good_id: return _error(None, -32600, "Invalid Request: id must be a string or an integer")
+    if 'method' in m:
+        if not isinstance(m['method'], str): return _error(rid, -32600, "Invalid Request: method must be a string")
+        if 'params' in m and not isinstance(m['params'], dict): return _error(rid, -32602, "Invalid params: params must be an object")
+        return None
+    if has_id and (('result' in m) != ('error' in m)): return None # a response to a request of ours
+    return _error(rid, -32600, "Invalid Request: neither a request, a notification nor a response")
+
+class Checked:
+    "The lines of a text reader that are JSON-RPC messages; the others are answered on `out` and dropped."
+    def __init__(self, reader, out:Output): self.reader, self.out = reader, out
+    def readline(self) -> str:
+        while True:
+            line = self.reader.readline()
+            if not line or not line.strip(): # end of input, or a blank line (nothing to answer)
+                if not line: return line
+                continue
+            if (err := rpc_problem(line)) is None: return line
+            self.out.send(err)
 
 # %% ../nbs/21a_stdio.ipynb #d79db326
 def greet(engine:Engine, profiles:list[str], first:bytes, # the client's first message
@@ -149,7 +188,7 @@ async def run_sdk(srv, # an MCPServer (see `mk_mcp`)
     "Serve `srv` on `fin`, whose first message `first` has already been read, and `out`, until end of input."
     import anyio
     from mcp.server.stdio import stdio_server
-    stdin = anyio.wrap_file(io.TextIOWrapper(io.BufferedReader(Prefixed(first, fin)), encoding='utf-8', errors='replace'))
+    stdin = anyio.wrap_file(Checked(io.TextIOWrapper(io.BufferedReader(Prefixed(first, fin)), encoding='utf-8', errors='replace'), out))
     async with stdio_server(stdin, anyio.wrap_file(out)) as (read, write):
         low = srv._lowlevel_server # what MCPServer.run_stdio_async does, with these streams
         await low.run(read, write, low.create_initialization_options())

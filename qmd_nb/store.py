@@ -9,7 +9,8 @@ from __future__ import annotations
 import json, sqlite3, threading, datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from .config import Config, Collection, IndexPaths, index_paths, NotFound, Forbidden, private_dir, private_file
+from .config import (Config, Collection, IndexPaths, index_paths, NotFound, Forbidden, private_dir, private_file,
+                          storage_error, disk_full, DiskFull, past_deadline, check_deadline)
 
 # %% auto #0
 __all__ = ['SCHEMA', 'now_iso', 'DocRow', 'NewDoc', 'Store', 'get_collection', 'generation', 'put_docs', 'touch_docs',
@@ -75,15 +76,31 @@ def _row(r) -> DocRow: return DocRow(*r[:7], json.loads(r[7] or '{}'), r[8])
 
 # %% ../nbs/03_store.ipynb #a45bb8d2
 class _Tx:
-    "`with store.tx() as db:` runs statements in one transaction under the store's lock."
+    "`with store.tx() as db:` one transaction under the store's lock; a `tx` inside another is a savepoint of it."
     def __init__(self, store): self.store = store
     def __enter__(self):
-        self.store.lock.acquire()
-        try: db = self.store.db; db.execute('BEGIN IMMEDIATE'); return db
-        except BaseException: self.store.lock.release(); raise
+        s = self.store; s.lock.acquire()
+        try:
+            db = s.db
+            db.execute('BEGIN IMMEDIATE' if s._txdepth == 0 else f'SAVEPOINT tx{s._txdepth}')
+        except BaseException as e: s.lock.release(); s._raise_storage(e); raise
+        s._txdepth += 1; s._txowner = threading.get_ident()
+        return db
     def __exit__(self, et, ev, tb):
-        try: self.store.db.execute('COMMIT' if et is None else 'ROLLBACK')
-        finally: self.store.lock.release()
+        s = self.store; s._txdepth -= 1; n = s._txdepth
+        try:
+            if et is None:
+                try: s.db.execute('COMMIT' if n == 0 else f'RELEASE tx{n}')
+                except sqlite3.Error as e: self._undo(n); s._raise_storage(e); raise
+            else: self._undo(n); s._raise_storage(ev)
+        finally:
+            if n == 0: s._txowner = None
+            s.lock.release()
+    def _undo(self, n):
+        try:
+            self.store.db.execute('ROLLBACK' if n == 0 else f'ROLLBACK TO tx{n}')
+            if n: self.store.db.execute(f'RELEASE tx{n}')
+        except sqlite3.Error: pass # SQLite rolled the whole transaction back already (a full disk does)
 
 class _WriteLock:
     "Re-entrant lock held by index-changing work, across threads (an RLock) and processes (flock on a file)."
@@ -92,14 +109,16 @@ class _WriteLock:
         s = self.s; s.wlock.acquire()
         if s._wdepth == 0:
             import fcntl
-            private_dir(s.paths.cache)
-            s._wfile = open(private_file(s.paths.cache/'write.lock'), 'a')
-            fcntl.flock(s._wfile, fcntl.LOCK_EX)
+            try:
+                private_dir(s.paths.cache)
+                s._wfile = open(private_file(s.paths.cache/'write.lock'), 'ab')
+            except OSError as e: s.wlock.release(); s._raise_storage(e); raise
+            fcntl.flock(s._wfile, fcntl.LOCK_EX); s._wowner = threading.get_ident()
         s._wdepth += 1
         return s
     def __exit__(self, *a):
         s = self.s; s._wdepth -= 1
-        if s._wdepth == 0: s._wfile.close(); s._wfile = None # closing releases the flock
+        if s._wdepth == 0: s._wfile.close(); s._wfile = s._wowner = None # closing releases the flock
         s.wlock.release()
 
 def _file_sig(p:Path):
@@ -107,6 +126,39 @@ def _file_sig(p:Path):
     try: st = p.stat(); return st.st_mtime_ns, st.st_size
     except FileNotFoundError: return None
 
+# %% ../nbs/03_store.ipynb #a84c86d2
+def _late() -> int: return 1 if past_deadline() else 0 # SQLite's progress handler: a non-zero answer stops the query
+
+def _open_catalog(path:Path) -> tuple[sqlite3.Connection, bool, bool]:
+    "(connection, read-only?, for want of space?) to the catalog: writable when it can be, else read-only (a read-only mount, a snapshot, a full disk)."
+    kw, db = dict(timeout=30, check_same_thread=False, isolation_level=None), None
+    try:
+        private_dir(path.parent.parent); private_dir(path.parent) # the index copies documents: the owner's only
+        for f in (path, *(path.with_name(path.name + x) for x in ('-wal', '-shm'))):
+            if f == path or f.exists(): private_file(f) # SQLite gives -wal and -shm the catalog's mode
+        db = sqlite3.connect(path, **kw)
+        db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL'); db.executescript(SCHEMA)
+        return db, False, False
+    except (sqlite3.OperationalError, OSError) as e:
+        if db is not None: db.close()
+        why = storage_error(e, path.parent) # a full disk shows as an I/O error when SQLite's shared memory file cannot grow
+        if why is None and 'unable to open' not in str(e): raise
+    if not path.exists(): # nothing indexed, and nowhere to write: an empty catalog
+        db = sqlite3.connect(':memory:', **kw); db.executescript(SCHEMA); return db, True, isinstance(why, DiskFull)
+    return _connect_ro(path), True, isinstance(why, DiskFull)
+
+def _connect_ro(path:Path) -> sqlite3.Connection:
+    "A read-only connection to the catalog: with the WAL's -shm when it exists or can be made, else the file as it is."
+    uri, err = path.resolve().as_uri(), None
+    for q in ('?mode=ro', '?mode=ro&immutable=1'):
+        try:
+            db = sqlite3.connect(uri + q, uri=True, timeout=30, check_same_thread=False, isolation_level=None)
+            db.execute('SELECT COUNT(*) FROM documents').fetchone(); db.set_progress_handler(_late, 20000)
+            return db
+        except sqlite3.OperationalError as e: err = e
+    raise storage_error(err, path.parent) or err
+
+# %% ../nbs/03_store.ipynb #a4a3884d
 class Store:
     "One named index: config plus SQLite catalog."
     def __init__(self, name:str='index', # index name (`--index`)
@@ -115,9 +167,10 @@ class Store:
                 ):
         self.paths = paths or index_paths(name, env)
         self.lock, self._db, self._config, self.cache = threading.RLock(), None, None, {}
-        self._config_sig, self._views = None, {}
-        self.wlock, self._wdepth, self._wfile = threading.RLock(), 0, None
-        self.root, self.allowed = self, None # a `StoreView` has the whole store as root and the collections it shows
+        self._config_sig, self.readonly, self.full = None, False, False # read-only (and why: a full disk) once the catalog is open
+        self.wlock, self._wdepth, self._wfile, self._wowner = threading.RLock(), 0, None, None
+        self._txdepth, self._txowner, self._local, self._readers, self._rlock = 0, None, threading.local(), {}, threading.Lock()
+        self._views, self.root, self.allowed = {}, self, None # a `StoreView` has the whole store as root and the collections it shows
 
     @property
     def config(self) -> Config:
@@ -126,23 +179,47 @@ class Store:
         if self._config is None or sig != self._config_sig: self._config, self._config_sig = Config.load(self.paths.config_file), sig
         return self._config
 
-    def save_config(self): self.config.save(self.paths.config_file)
+    def save_config(self):
+        try: self.config.save(self.paths.config_file)
+        except OSError as e: self._raise_storage(e); raise
 
     @property
     def db(self) -> sqlite3.Connection:
+        "The connection that writes (and reads inside transactions)."
         if self._db is None:
-            private_dir(self.paths.cache.parent); private_dir(self.paths.cache) # the index copies documents: the owner's only
-            for f in (self.paths.db, *(self.paths.db.with_name(self.paths.db.name + x) for x in ('-wal', '-shm'))):
-                if f == self.paths.db or f.exists(): private_file(f) # SQLite gives -wal and -shm the catalog's mode
-            db = sqlite3.connect(self.paths.db, timeout=30, check_same_thread=False, isolation_level=None)
-            db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL')
-            db.executescript(SCHEMA)
-            self._db = db
+            with self.lock:
+                if self._db is None: self._db, self.readonly, self.full = _open_catalog(self.paths.db)
         return self._db
+
+    def _reader(self) -> sqlite3.Connection:
+        "This thread's read connection: it reads the last committed state, never waiting for a writer."
+        c = getattr(self._local, 'db', None)
+        if c is None or c[0] is not self._db:
+            db = self.db
+            c = (db, db if self.readonly else sqlite3.connect(self.paths.db, timeout=30, check_same_thread=False, isolation_level=None))
+            if c[1] is not db: c[1].set_progress_handler(_late, 20000); self._keep_reader(c[1])
+            self._local.db = c
+        return c[1]
+
+    def _keep_reader(self, conn):
+        "Remember this thread's read connection, closing those of threads that have ended (a server's pool renews its threads)."
+        with self._rlock:
+            alive = {t.ident for t in threading.enumerate()}
+            for i in [i for i in self._readers if i not in alive or i == threading.get_ident()]: self._readers.pop(i).close()
+            self._readers[threading.get_ident()] = conn
+
+    def _raise_storage(self, e:BaseException):
+        "Raise a clear `ReadOnlyIndex`/`DiskFull` for an OSError or SQLite error that is one; return otherwise."
+        if isinstance(e, (OSError, sqlite3.Error)) and (err := storage_error(e, self.paths.cache)) is not None:
+            raise disk_full(self.paths.cache) if self.root.full else err from None # opened read-only for want of space: say so
 
     def writing(self) -> _WriteLock:
         "Hold the write lock: updates, collection changes and index builds from any process run one at a time."
         return _WriteLock(self)
+
+    def is_writing(self) -> bool:
+        "Whether this thread holds the write lock (only writers rebuild derived indexes)."
+        return self._wdepth > 0 and self._wowner == threading.get_ident()
 
     def reload_config(self): self._config = None
 
@@ -150,9 +227,42 @@ class Store:
         "A transaction: `with store.tx() as db: ...` commits on success, rolls back on error."
         return _Tx(self)
 
+    def try_write(self, sql:str, rows:list|None=None # executemany over rows when given
+                 ) -> bool:
+        "Write derived data (a cache) if the catalog takes it at once: never waits for a writer, never fails when read-only."
+        if self.readonly or not self.lock.acquire(blocking=False): return False
+        try:
+            if self._txdepth: return False
+            db = self.db; db.execute('PRAGMA busy_timeout=0')
+            try:
+                db.execute('BEGIN IMMEDIATE')
+                db.executemany(sql, rows) if rows is not None else db.execute(sql)
+                db.execute('COMMIT'); return True
+            except sqlite3.Error:
+                if db.in_transaction: db.execute('ROLLBACK')
+                return False
+            finally: db.execute('PRAGMA busy_timeout=30000')
+        finally: self.lock.release()
+
+    def shrink_wal(self):
+        "Give back the disk space of a failed big transaction (truncate the WAL), if no reader holds it; best effort."
+        if self.readonly or self._db is None: return
+        with self.lock:
+            try: self._db.execute('PRAGMA busy_timeout=1000'); self._db.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+            except sqlite3.Error: pass
+            finally: self._db.execute('PRAGMA busy_timeout=30000')
+
     def q(self, sql:str, args=()) -> list:
-        "Run a read query, returning all rows."
-        with self.lock: return self.db.execute(sql, args).fetchall()
+        "Run a read query, returning all rows (inside this thread's transaction, its uncommitted rows too)."
+        if (self._txdepth and self._txowner == threading.get_ident()) or (self.db and self.readonly): # read-only: one connection, shared
+            with self.lock: return self._checked(self.db, sql, args)
+        return self._checked(self._reader(), sql, args)
+
+    def _checked(self, db, sql, args) -> list:
+        try: return db.execute(sql, args).fetchall()
+        except sqlite3.OperationalError:
+            check_deadline() # stopped by the progress handler: the request ran out of time
+            raise
 
     def view(self, collections # names a token may see (None: all)
             ) -> Store:
@@ -165,7 +275,10 @@ class Store:
             return self._views[key]
 
     def close(self):
-        if self._db is not None: self._db.close(); self._db = None
+        with self.lock, self._rlock:
+            for c in self._readers.values(): c.close()
+            self._readers = {}
+            if self._db is not None: self._db.close(); self._db = None
         for v in self._views.values(): v.close()
 
     def __enter__(self): return self
@@ -177,7 +290,8 @@ def get_collection(store:Store, name:str) -> Collection:
     c = store.config.collections.get(name)
     if c is None:
         have = ', '.join(sorted(store.config.collections)) or 'none yet'
-        raise NotFound(f"Collection not found: {name} (collections: {have})")
+        shown = name if not isinstance(name, str) or len(name) <= 100 else name[:100] + '…'
+        raise NotFound(f"Collection not found: {shown} (collections: {have})")
     return c
 
 def generation(store:Store) -> int:
@@ -377,7 +491,8 @@ class StoreView(Store):
     def db(self) -> sqlite3.Connection:
         if self._db is None:
             self.root.db # the catalog exists, with its schema
-            db = sqlite3.connect(self.paths.db, timeout=30, check_same_thread=False, isolation_level=None)
+            db = _connect_ro(self.paths.db) if self.root.readonly else sqlite3.connect(self.paths.db, timeout=30, check_same_thread=False, isolation_level=None)
+            db.set_progress_handler(_late, 20000)
             names = ','.join("'" + n.replace("'", "''") + "'" for n in sorted(self.allowed))
             for t, col in _BY_COLLECTION:
                 db.execute(f"CREATE TEMP VIEW {t} AS SELECT * FROM main.{t} WHERE {col} IN ({names})")
@@ -390,6 +505,16 @@ class StoreView(Store):
 
     def writing(self): return self.root.writing()
     def tx(self): return self.root.tx()
+    readonly, full = property(lambda self: self.root.readonly), property(lambda self: self.root.full)
+    def is_writing(self) -> bool: return self.root.is_writing()
+    def try_write(self, sql:str, rows:list|None=None) -> bool: return self.root.try_write(sql, rows)
+    def shrink_wal(self): self.root.shrink_wal()
+    def q(self, sql:str, args=()) -> list:
+        "Read through the view's own connection (its temporary views limit the rows)."
+        with self.lock: return self._checked(self.db, sql, args)
+    def close(self):
+        with self.lock:
+            if self._db is not None: self._db.close(); self._db = None
     def view(self, collections) -> Store:
         "A narrower view (within this one's collections)."
         return self if collections is None else self.root.view(self.allowed & frozenset(collections))

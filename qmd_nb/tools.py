@@ -8,7 +8,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/tools.html.md"""
 from __future__ import annotations
 import json, threading
 from dataclasses import dataclass
-from .config import QmdError, UsageError
+from .config import QmdError, UsageError, time_left, check_path_text
 from .store import Store
 from .auth import confine, read_confined
 from typing import TYPE_CHECKING
@@ -34,6 +34,7 @@ class Engine:
         self.store, self._factory, self._emb, self._lock = store, embedder_factory, None, threading.Lock()
         self._ready, self._error, self._began, self._closed = threading.Event(), None, False, False
         self.stopping, self._workers = threading.Event(), [] # background work checks `stopping`; `close` joins `_workers`
+        self.request_timeout, self.allow_private_urls = 30.0, False # a read's time limit (s); URL ingestion of private addresses (the owner's choice)
         self.roots, self._views = None, {} # roots: the folders a client may name (None: any, as for the owner)
 
     def _load(self):
@@ -84,8 +85,9 @@ class Engine:
 
     @property
     def embedder(self):
-        "The model, waiting for it to load if needed."
-        self.start_loading(); self._ready.wait()
+        "The model, waiting for it to load if needed (no longer than the current request's time limit)."
+        self.start_loading()
+        if not self._ready.wait(time_left()): raise ModelNotLoaded("The embedding model is still loading: try again in a few seconds")
         if self._emb is None: raise ModelNotLoaded(f"Model not loaded: {self._error}")
         return self._emb
 
@@ -109,7 +111,7 @@ def _view(self:Engine, collections=None, # collections the client may see (None:
 def confine_path(engine, path:str) -> str:
     "`path` itself for the owner; for a client, the resolved path if it lies under its roots or its collections' folders, else `Forbidden`."
     if engine.roots is None: return path
-    return confine(path, *_roots(engine))
+    return confine(check_path_text(path), *_roots(engine))
 
 def _roots(engine) -> tuple[list, list]:
     "(folders a client may name, folders never served): its roots and collections' folders; every index's files and the tokens."
@@ -162,6 +164,17 @@ def run_vsearch(engine:Engine, query:str, limit:int=10, min_score:float=0.3, col
     if not has_vectors(engine.store, emb.fingerprint): raise VectorIndexMissing()
     return vsearch(engine.store, emb, query, limit, collection, min_score, filter)
 
+def _bounded(query, intent, searches):
+    "Refuse inputs whose cost is out of proportion (a 1 MB intent took 16 s)."
+    from qmd_nb.search import MAX_QUERY
+    for name, v in (('query', query), ('intent', intent)):
+        if isinstance(v, str) and len(v) > MAX_QUERY: raise UsageError(f"{name} is too long ({len(v)} characters; the limit is {MAX_QUERY})")
+    if isinstance(searches, list):
+        if len(searches) > 10: raise UsageError(f"searches lists too many sub-queries ({len(searches)}; the limit is 10)")
+        for i, s in enumerate(searches):
+            if isinstance(s, dict) and isinstance(s.get('query'), str) and len(s['query']) > MAX_QUERY:
+                raise UsageError(f"searches[{i}].query is too long ({len(s['query'])} characters; the limit is {MAX_QUERY})")
+
 def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=0, collection=None,
               searches:list|None=None, # typed sub-queries [{type: lex|vec|hyde, query}], instead of `query`
               intent:str|None=None, # what the asker is after; it steers the reranker
@@ -173,6 +186,7 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
     from qmd_nb.hybrid import query as hybrid_query, QueryParams # imported on first use: the MCP server starts without them
     if query is not None and searches: raise UsageError("Give either query or searches, not both")
     if query is None and not searches: raise UsageError("query (or searches) is required")
+    _bounded(query, intent, searches)
     p = QueryParams.from_settings(engine.store.config.settings)
     if candidate_limit is not None:
         if isinstance(candidate_limit, bool) or not isinstance(candidate_limit, int) or not 1 <= candidate_limit <= 200:

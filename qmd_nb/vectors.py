@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib, os, sys, threading, time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 import numpy as np
-from .config import QmdError, UsageError
+from .config import QmdError, UsageError, DiskFull, storage_error, disk_full, no_room
 
 from .chunk import chunk_lines, Chunk, wordpiece_counter, word_counter
 from .store import Store, doc_bodies, generation
@@ -52,8 +53,23 @@ def chroma_client(store:Store, env:dict|None=None):
         u = urlparse(url)
         if u.scheme not in ('http', 'https') or not u.hostname: raise UsageError(f"Bad Chroma URL {url!r}: use http(s)://host:port")
         return chromadb.HttpClient(host=u.hostname, port=u.port or (443 if u.scheme == 'https' else 8000), ssl=u.scheme == 'https', settings=s)
-    store.paths.vectors_dir.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(store.paths.vectors_dir), settings=s)
+    try: return chromadb.PersistentClient(path=str(_writable_vectors(store)), settings=s)
+    except chromadb.errors.ChromaError as e: # Chroma's own SQLite on a full or read-only disk: say so
+        if (err := storage_error(e, store.paths.cache) or (no_room(store.paths.cache) and disk_full(store.paths.cache))) is None: raise
+        raise err from None
+
+def _writable_vectors(store:Store) -> Path:
+    "The vectors folder; for a read-only index, a private copy of it (Chroma writes to its files even to read them)."
+    d = store.paths.vectors_dir
+    store.db # opening the catalog tells whether the index is read-only
+    if not store.readonly and (not d.exists() or os.access(d, os.W_OK)):
+        try: d.mkdir(parents=True, exist_ok=True); return d
+        except OSError as e: store._raise_storage(e); raise
+    import atexit, shutil, tempfile
+    copy = Path(tempfile.mkdtemp(prefix='qmd-nb-vectors-')) # removed when the process ends
+    atexit.register(shutil.rmtree, copy, True)
+    if d.exists(): shutil.copytree(d, copy, dirs_exist_ok=True)
+    return copy
 
 def space_name(fingerprint:str) -> str:
     "Chroma collection name for an embedding fingerprint."
@@ -226,6 +242,18 @@ def _write(store:Store, vs, fp:str, part:dict, vecs):
     if vecs is not None: vs.add_many(part, vecs)
     record_embedded(store, fp, {h: len(cs) for h, cs in part.items()})
 
+@contextmanager
+def _stopped_by_disk(store:Store, what:str # what became of the work, for the message
+                    ):
+    "Name a full (or read-only) disk that Chroma or the catalog met on the way, saying what became of the work."
+    from chromadb.errors import ChromaError
+    try: yield
+    except (ChromaError, DiskFull) as e:
+        err = e if isinstance(e, DiskFull) else storage_error(e, store.paths.cache)
+        if err is None and no_room(store.paths.cache): err = disk_full() # Chroma's words for it vary ('Error in compaction: ...')
+        if err is None: raise
+        raise (disk_full(store.paths.cache, what) if isinstance(err, DiskFull) else err) from None
+
 def embed(store:Store, embedder, # the embedder (see `qmd_nb.embed`)
           force:bool=False, # drop this model's vectors and embed everything again
           collections:list[str]|None=None, # only documents of these collections
@@ -236,7 +264,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.embed`)
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
     def started(done):
         if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
-    with store.writing():
+    with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env)
         if force:
             with store.tx() as db: db.execute("DELETE FROM embedded WHERE fingerprint=?", (fp,))
@@ -308,10 +336,19 @@ def exact_index(store:Store, vs:VectorStore) -> ExactIndex:
         if int(z['gen']) == gen: ex = ExactIndex(z['hashes'], z['ptr'], z['seq'], z['lines'], z['M'])
     if ex is None:
         ex = _build_exact(*vs.everything())
-        f.parent.mkdir(parents=True, exist_ok=True); tmp = f.with_suffix('.tmp.npz')
-        np.savez(tmp, gen=gen, hashes=ex.hashes, ptr=ex.ptr, seq=ex.seq, lines=ex.lines, M=ex.M); os.replace(tmp, f)
+        _save_exact(f, gen, ex)
     store.cache[key] = (gen, ex)
     return ex
+
+def _save_exact(f:Path, gen:int, ex:ExactIndex):
+    "Keep a copy for the next process, if the disk takes it (a cache: a read-only or full disk only costs a rebuild)."
+    tmp = f.with_name(f'{f.stem}.{os.getpid()}.tmp.npz')
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(tmp, gen=gen, hashes=ex.hashes, ptr=ex.ptr, seq=ex.seq, lines=ex.lines, M=ex.M); os.replace(tmp, f)
+    except OSError:
+        try: tmp.unlink(missing_ok=True)
+        except OSError: pass
 
 # %% ../nbs/10_vectors.ipynb #4fe240e6
 def _allowed(store, fingerprint, names) -> dict:

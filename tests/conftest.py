@@ -14,7 +14,7 @@ class Qmd:
     "Runs `qmd-nb` as a subprocess with its own home."
     def __init__(self, home:Path): self.home = home; self.env = {**os.environ, 'QMD_NB_HOME': str(home), 'HF_HUB_OFFLINE': '1'}
     def __call__(self, *args, ok=True, input=None):
-        r = subprocess.run([QMD_BIN, *map(str, args)], env=self.env, capture_output=True, text=True, input=input, timeout=600)
+        r = subprocess.run([QMD_BIN, *map(str, args)], env=self.env, capture_output=True, text=True, input=input, timeout=600, encoding='utf-8')
         if ok and r.returncode != 0: raise AssertionError(f"qmd-nb {' '.join(map(str, args))} exited {r.returncode}: {r.stderr}")
         return r
     def json(self, *args): return json.loads(self(*args).stdout)

@@ -54,9 +54,9 @@ def test_empty_index_says_what_to_run(qmd):
 def test_update_is_incremental(qmd, notes):
     qmd('collection', 'add', notes, '--name', 'notes')
     assert 'notes: 0 indexed, 0 updated, 8 unchanged, 0 removed, 1 skipped' in qmd('update').stdout
-    (notes/'cooking'/'pasta.md').write_text('# Pasta\n\nNow with pesto.\n')
+    (notes/'cooking'/'pasta.md').write_text('# Pasta\n\nNow with pesto.\n', encoding='utf-8')
     (notes/'tokyo.md').unlink()
-    (notes/'new.md').write_text('# New\n\nfresh note\n')
+    (notes/'new.md').write_text('# New\n\nfresh note\n', encoding='utf-8')
     os.utime(notes/'backup.md', (time.time() + 5, time.time() + 5)) # touched, same bytes
     assert 'notes: 1 indexed, 1 updated, 6 unchanged, 1 removed, 1 skipped' in qmd('index').stdout
     assert qmd('search', 'pesto', '--format', 'files').stdout.strip() == 'notes/cooking/pasta.md'

@@ -17,7 +17,7 @@ BASELINES = ROOT/'tests'/'conformance'
 class Stdio:
     "`qmd-nb mcp` as a subprocess spoken to in raw JSON-RPC lines."
     def __init__(self, env):
-        self.p = subprocess.Popen([QMD_BIN, 'mcp'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        self.p = subprocess.Popen([QMD_BIN, 'mcp'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, encoding='utf-8')
         self.n = 0
     def notify(self, method, params=None):
         self.p.stdin.write(json.dumps({'jsonrpc': '2.0', 'method': method, **({'params': params} if params is not None else {})}) + '\n'); self.p.stdin.flush()
@@ -93,13 +93,13 @@ def test_sdk_client_negotiates_both_eras(qmd, notes):
 
 def _npm_unreachable() -> str|None:
     "Why the npm registry cannot be reached, or None when it answers."
-    r = subprocess.run(['npm', 'ping'], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(['npm', 'ping'], capture_output=True, text=True, timeout=60, encoding='utf-8')
     return None if r.returncode == 0 else (r.stderr or r.stdout).strip()[-500:]
 
 @pytest.fixture(scope='session')
 def conformance_cli():
     "Node 22 and the suite, installed once (cached outside the repository); skipped only when npm's registry is unreachable."
-    r = subprocess.run([NODE_SH, '-y', CONFORMANCE, '--version'], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    r = subprocess.run([NODE_SH, '-y', CONFORMANCE, '--version'], capture_output=True, text=True, timeout=600, cwd=ROOT, encoding='utf-8')
     if r.returncode != 0:
         why = _npm_unreachable()
         if why is not None: pytest.skip(f"npm registry unreachable, cannot install Node 22 / {CONFORMANCE}: {why}")
@@ -113,7 +113,7 @@ def _serve(qmd, *args):
     "`qmd-nb serve --transport http` on a free loopback port; (process, base URL) once /health answers."
     port = _free_port()
     p = subprocess.Popen([QMD_BIN, 'serve', '--transport', 'http', '--host', '127.0.0.1', '--port', str(port), *args], env=qmd.env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, encoding='utf-8')
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -140,13 +140,13 @@ def served(qmd, notes):
 def _run_suite(cli, url, out:Path, baseline:Path, *args) -> dict:
     "Run the suite (its exit code is 0 only if every failure is in `baseline` and no baseline entry passes); returns {scenario: checks}."
     r = subprocess.run([*cli, 'server', '--url', url, '-o', str(out), '--expected-failures', str(baseline), *args],
-                       capture_output=True, text=True, timeout=600, cwd=out)
+                       capture_output=True, text=True, timeout=600, cwd=out, encoding='utf-8')
     assert r.returncode == 0, f"conformance suite failed ({r.returncode}):\n{r.stdout[-6000:]}\n{r.stderr[-2000:]}"
     assert 'Baseline check passed: all failures are expected.' in r.stdout, r.stdout[-3000:]
     res = {}
     for d in out.glob('server-*'):
         name = re.sub(r'-\d{4}-\d\d-\d\dT[\d-]+Z$', '', d.name[len('server-'):]) # server-<scenario>-<timestamp>
-        res[name] = json.loads((d/'checks.json').read_text())
+        res[name] = json.loads((d/'checks.json').read_text(encoding='utf-8'))
     return res
 
 def _all_pass(res:dict, scenarios) -> None:
@@ -190,12 +190,12 @@ def test_conformance_authorization_server(conformance_cli, qmd, notes, tmp_path)
     qmd('collection', 'add', notes, '--name', 'notes')
     p, base = _serve(qmd)
     try:
-        token, cb = (qmd.home/'config'/'token').read_text().strip(), _free_port()
+        token, cb = (qmd.home/'config'/'token').read_text(encoding='utf-8').strip(), _free_port()
         reg = httpx.post(base + '/register', json={'client_name': 'conformance', 'redirect_uris': [f'http://127.0.0.1:{cb}/callback'], 'token_endpoint_auth_method': 'none'})
         assert reg.status_code == 201, reg.text
         out = tmp_path/'auth-results'
         suite = subprocess.Popen([*conformance_cli, 'authorization', '--url', base, '--client-id', reg.json()['client_id'], '--resource', base + '/mcp',
-                                  '-p', str(cb), '-o', str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+                                  '-p', str(cb), '-o', str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, encoding='utf-8')
         lines, approving = [], None
         for line in suite.stdout:
             lines.append(line)
@@ -206,8 +206,8 @@ def test_conformance_authorization_server(conformance_cli, qmd, notes, tmp_path)
         log = ''.join(lines)
     finally: _stop(p)
     scenario = lambda d: re.sub(r'-\d{4}-\d\d-\d\dT[\d-]+Z$', '', d.name.removeprefix('authorization-server-')) # authorization-server-<scenario>-<timestamp>
-    checks = {f"{scenario(d)}:{c['id']}": c for d in out.glob('*') for c in json.loads((d/'checks.json').read_text())} if out.exists() else {}
-    expected = yaml.safe_load((BASELINES/'expected-failures-auth.yml').read_text())['authorization']
+    checks = {f"{scenario(d)}:{c['id']}": c for d in out.glob('*') for c in json.loads((d/'checks.json').read_text(encoding='utf-8'))} if out.exists() else {}
+    expected = yaml.safe_load((BASELINES/'expected-failures-auth.yml').read_text(encoding='utf-8'))['authorization']
     assert {'authorization-server-metadata-endpoint:authorization-server-metadata', 'authorization-code-grant:authorization-code-grant'} <= set(checks), (sorted(checks), log[-3000:])
     for k, c in checks.items():
         assert c['status'] == expected.get(k, 'SUCCESS'), (k, c, log[-3000:])

@@ -15,7 +15,7 @@ NBS, ART, EVAL = ROOT/'nbs', ROOT/'build'/'artifacts', ROOT/'examples'/'own-docs
 TUTORIALS = [p for p in ('index.ipynb', 'tutorials/ranking.ipynb') if (NBS/p).exists()]
 
 def run(*args, timeout=120):
-    r = subprocess.run([sys.executable, *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run([sys.executable, *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout, encoding='utf-8')
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
@@ -23,33 +23,33 @@ def run(*args, timeout=120):
 
 def test_sidebar_lists_every_notebook():
     run(ROOT/'tools'/'render_docs.py', '--check-sidebar')
-    listed = yaml.safe_load((NBS/'sidebar.yml').read_text())['website']['sidebar']['contents']
+    listed = yaml.safe_load((NBS/'sidebar.yml').read_text(encoding='utf-8'))['website']['sidebar']['contents']
     flat = [x for c in listed for x in ([c] if isinstance(c, str) else c['contents'])]
     assert flat[0] == 'index.ipynb' and all((NBS/p).exists() for p in flat)
     assert 'tutorials/ranking.ipynb' in flat or not (NBS/'tutorials'/'ranking.ipynb').exists()
 
 def test_quarto_configuration():
-    q = yaml.safe_load((NBS/'_quarto.yml').read_text())
+    q = yaml.safe_load((NBS/'_quarto.yml').read_text(encoding='utf-8'))
     assert q['project']['type'] == 'website'
     for f in q['metadata-files'] + [q['format']['html']['css']]: assert (NBS/f).exists(), f
     for item in q['website']['navbar']['left']: assert (NBS/item['href']).exists(), item['href']
     from nbdev.config import get_config
-    cfg, site = get_config(), yaml.safe_load((NBS/'nbdev.yml').read_text())
+    cfg, site = get_config(), yaml.safe_load((NBS/'nbdev.yml').read_text(encoding='utf-8'))
     assert site['website']['title'] == cfg.title and site['website']['repo-url'] == cfg.git_url
     assert site['project']['output-dir'] == cfg.doc_path.name
 
 def test_readme_is_the_index_notebook():
     run(ROOT/'tools'/'readme.py', '--check')
-    readme = (ROOT/'README.md').read_text()
+    readme = (ROOT/'README.md').read_text(encoding='utf-8')
     for cmd in ('bash tools/demo.sh', 'bash tools/test.sh'): assert cmd in readme # the two commands stay
 
 # ---- the evaluation set
 
 def test_own_docs_eval_set():
     run(EVAL/'build_corpus.py', '--check')
-    ids = {json.loads(l)['_id'] for l in (EVAL/'corpus.jsonl').read_text().splitlines()}
-    queries = {json.loads(l)['_id'] for l in (EVAL/'queries.jsonl').read_text().splitlines()}
-    qrels = [l.split('\t') for l in (EVAL/'qrels.tsv').read_text().splitlines()[1:]]
+    ids = {json.loads(l)['_id'] for l in (EVAL/'corpus.jsonl').read_text(encoding='utf-8').splitlines()}
+    queries = {json.loads(l)['_id'] for l in (EVAL/'queries.jsonl').read_text(encoding='utf-8').splitlines()}
+    qrels = [l.split('\t') for l in (EVAL/'qrels.tsv').read_text(encoding='utf-8').splitlines()[1:]]
     assert 30 <= len(queries) <= 60 and {q for q, _, _ in qrels} == queries
     assert {d for _, d, _ in qrels} <= ids
     assert (EVAL/'corpus.jsonl').stat().st_size < 1_000_000
@@ -112,7 +112,7 @@ def test_index_page(browser, server):
     assert 'A five-minute tour' in text and 'documents indexed' in text
     assert re.search(r'docs/11_fusion\.md:\d+ #[0-9a-f]{6} ', text) # a keyword result, executed for this page
     assert 'docs/02_chunk.md' in text                               # a hybrid result
-    if 'search_ui(' in (NBS/'index.ipynb').read_text():             # the tour ends with the search widget...
+    if 'search_ui(' in (NBS/'index.ipynb').read_text(encoding='utf-8'):             # the tour ends with the search widget...
         w = page.locator('.jupyter-widgets').last
         assert w.is_visible() and 'docs/' in w.inner_text()        # ...rendered from its saved state, with results
     page.close()

@@ -93,7 +93,7 @@ def test_fingerprint(fast, tmp_path):
     other.mkdir()
     for f in Path(model_dir()).iterdir(): (other/f.name).symlink_to(f)
     (other/'sentence_bert_config.json').unlink()
-    (other/'sentence_bert_config.json').write_text('{"max_seq_length": 128, "do_lower_case": false}')
+    (other/'sentence_bert_config.json').write_text('{"max_seq_length": 128, "do_lower_case": false}', encoding='utf-8')
     e = get_embedder(env={'QMD_NB_EMBED_MODEL': str(other)}, cache_dir=MODELS)
     assert e.model != fast.model and e.fingerprint != fp and e.max_tokens == 128
     assert HashEmbedder(384).fingerprint != fp
@@ -120,10 +120,10 @@ def test_hash_embedder_deterministic():
     a = HashEmbedder().embed_docs(texts)
     assert np.array_equal(a, HashEmbedder().embed_docs(texts))
     code = 'from qmd_nb.embed import HashEmbedder; print(HashEmbedder().embed_docs(["BM25 ranks documents"])[0].tolist())'
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True, encoding='utf-8').stdout
     assert np.allclose(eval(out), a[0]) # no salted hash(): same vector in another process
 
 def test_import_is_cheap():
     code = 'import sys, qmd_nb.embed; print(sorted(m for m in ("torch", "sentence_transformers", "openvino", "transformers") if m in sys.modules))'
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True, encoding='utf-8').stdout
     assert out.strip() == '[]'

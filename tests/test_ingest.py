@@ -1,5 +1,5 @@
 """PDF, Word and HTML documents end to end: fixtures written with real writer libraries (fpdf2, python-docx), folders indexed by
-`qmd-nb collection add`, single files and URLs by `qmd-nb ingest` (URLs from a local HTTP server), background jobs asked
+`qmd-nb collection add`, single files and URLs by `qmd-nb ingest` (URLs from a local HTTP server, which the owner allows: `allow_private=True`), background jobs asked
 about from another process."""
 import io, json, subprocess, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,7 +45,7 @@ def docs_dir(tmp_path):
     (d/'scan.pdf').write_bytes(make_pdf(['', '']))
     (d/'memo.docx').write_bytes(make_docx('Rotation memo', ['Rotate the quokka disks every Friday.']))
     (d/'guide.html').write_bytes(HTML)
-    (d/'notes.md').write_text('# Notes\n\nPlain markdown still works.\n')
+    (d/'notes.md').write_text('# Notes\n\nPlain markdown still works.\n', encoding='utf-8')
     (d/'broken.docx').write_bytes(b'PK\x03\x04 truncated')
     return d
 
@@ -133,28 +133,28 @@ def server():
     srv.shutdown(); srv.server_close()
 
 def test_fetch_bounds(server):
-    f = fetch_url(server + '/old')
+    f = fetch_url(server + '/old', allow_private=True)
     assert (f.final_url, f.kind, f.charset) == (server + '/guide.html', 'html', 'utf-8')
-    with pytest.raises(FetchError, match='redirects more than 2'): fetch_url(server + '/loop', max_redirects=2)
-    with pytest.raises(UsageError, match='Only http'): fetch_url(server + '/to-ftp')
-    with pytest.raises(FetchError, match='Unsupported content type'): fetch_url(server + '/logo.png')
-    with pytest.raises(FetchError, match='too large'): fetch_url(server + '/big.txt', max_bytes=1000)
-    with pytest.raises(FetchError, match='HTTP 404'): fetch_url(server + '/nope')
+    with pytest.raises(FetchError, match='redirects more than 2'): fetch_url(server + '/loop', max_redirects=2, allow_private=True)
+    with pytest.raises(UsageError, match='Only http'): fetch_url(server + '/to-ftp', allow_private=True)
+    with pytest.raises(FetchError, match='Unsupported content type'): fetch_url(server + '/logo.png', allow_private=True)
+    with pytest.raises(FetchError, match='too large'): fetch_url(server + '/big.txt', max_bytes=1000, allow_private=True)
+    with pytest.raises(FetchError, match='HTTP 404'): fetch_url(server + '/nope', allow_private=True)
     t = time.monotonic()
-    with pytest.raises(FetchError, match='timed out'): fetch_url(server + '/slow.html', timeout=0.5)
+    with pytest.raises(FetchError, match='timed out'): fetch_url(server + '/slow.html', timeout=0.5, allow_private=True)
     assert time.monotonic() - t < 2.5
 
 def test_ingest_urls(server, tmp_path):
     st = Store(env={'QMD_NB_HOME': str(tmp_path/'home')})
-    r = ingest(st, server + '/spec', 'web', {'kind': 'spec'})
+    r = ingest(st, server + '/spec', 'web', {'kind': 'spec'}, allow_private=True)
     assert (r.status, r.file, r.source) == ('indexed', 'web/spec.pdf', server + '/spec')
-    assert ingest(st, server + '/spec', 'web').status == 'skipped'
-    g = ingest(st, server + '/old', 'web')
+    assert ingest(st, server + '/spec', 'web', allow_private=True).status == 'skipped'
+    g = ingest(st, server + '/old', 'web', allow_private=True)
     assert (g.status, g.file) == ('indexed', 'web/guide.html')
     from qmd_nb.search import search
     hits = search(st, 'capybara protocol')
     assert hits[0].file == 'web/spec.pdf' and hits[0].page == 1
-    with pytest.raises(FetchError): ingest(st, server + '/logo.png', 'web')
+    with pytest.raises(FetchError): ingest(st, server + '/logo.png', 'web', allow_private=True)
 
 def test_jobs_seen_from_another_process(tmp_path, docs_dir):
     home = tmp_path/'home'; st = Store(env={'QMD_NB_HOME': str(home)})
@@ -164,7 +164,7 @@ def test_jobs_seen_from_another_process(tmp_path, docs_dir):
     assert wait_job(st, jid, 60).state == 'done' and wait_job(st, bad, 60).state == 'failed'
     code = ("import sys, json; from qmd_nb.store import Store; from qmd_nb.ingest import job_status;"
             "st = Store(env={'QMD_NB_HOME': sys.argv[1]}); print(json.dumps([job_status(st, j).__dict__ for j in sys.argv[2:]], default=lambda o: o.__dict__))")
-    out = json.loads(subprocess.run([sys.executable, '-c', code, str(home), jid, bad], capture_output=True, text=True, check=True).stdout)
+    out = json.loads(subprocess.run([sys.executable, '-c', code, str(home), jid, bad], capture_output=True, text=True, check=True, encoding='utf-8').stdout)
     assert out[0]['state'] == 'done' and out[0]['result']['doc_id'] == doc_uuid('jobs', 'report.pdf')
     assert out[1]['state'] == 'failed' and 'no extractable text' in out[1]['error']
     assert delete_document(st, out[0]['result']['doc_id']) >= 1

@@ -18,12 +18,12 @@ def inspector(tmp_path_factory):
     def run(server_env:dict, *args, check=True, target=None, extra_env=None):
         target = target or [*[x for k, v in server_env.items() for x in ('-e', f'{k}={v}')], QMD_BIN, 'mcp']
         cmd = [NODE_SH, '-y', INSPECTOR, '--cli', *target, *args]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**env, **(extra_env or {})}, cwd=state)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**env, **(extra_env or {})}, cwd=state, encoding='utf-8')
         if check: assert r.returncode == 0, f"inspector exited {r.returncode}: {r.stderr[-3000:]}"
         return r
-    r = subprocess.run([NODE_SH, '-y', INSPECTOR, '--version'], capture_output=True, text=True, timeout=600, cwd=state, env=env)
+    r = subprocess.run([NODE_SH, '-y', INSPECTOR, '--version'], capture_output=True, text=True, timeout=600, cwd=state, env=env, encoding='utf-8')
     if r.returncode != 0:
-        ping = subprocess.run(['npm', 'ping'], capture_output=True, text=True, timeout=60)
+        ping = subprocess.run(['npm', 'ping'], capture_output=True, text=True, timeout=60, encoding='utf-8')
         if ping.returncode != 0: pytest.skip(f"npm registry unreachable, cannot install Node 22 / {INSPECTOR}: {(ping.stderr or ping.stdout)[-500:]}")
         raise AssertionError(f"tools/node.sh -y {INSPECTOR} failed ({r.returncode}): {r.stderr[-2000:]}")
     return run
@@ -49,7 +49,7 @@ def test_inspector_lists_tools_and_searches(inspector, qmd, notes):
 def test_inspector_over_http_with_a_bearer_header(inspector, qmd, notes, tmp_path):
     from test_rest import Server
     qmd('collection', 'add', notes, '--name', 'notes')
-    other = tmp_path/'other'; other.mkdir(); (other/'x.md').write_text('# Other\n\nrsync elsewhere\n')
+    other = tmp_path/'other'; other.mkdir(); (other/'x.md').write_text('# Other\n\nrsync elsewhere\n', encoding='utf-8')
     qmd('collection', 'add', other, '--name', 'other')
     reader = qmd('token', 'create', '--scope', 'read', '--collections', 'notes', '--name', 'inspector').stdout.strip()
     s = Server(qmd)
@@ -71,7 +71,7 @@ with httpx.Client(timeout=30) as h:
     consent = h.get(sys.argv[1], follow_redirects=False).headers['location']
     r = h.post(consent.split('?')[0], data={{'request': consent.split('request=')[1], 'secret': {s.token!r}, 'scope': 'read', 'action': 'approve'}}, follow_redirects=False)
     h.get(r.headers['location'])
-""")
+""", encoding='utf-8')
         browser.chmod(0o755)
         oauth = inspector({}, *call, target=http(), extra_env={'MCP_AUTO_OPEN_ENABLED': 'true', 'BROWSER': str(browser)})
         assert {r['file'] for r in json.loads(oauth.stdout)['structuredContent']['results']} == {'notes/backup.md', 'notes/journals/2025-05-01.md', 'other/x.md'}

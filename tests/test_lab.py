@@ -9,16 +9,16 @@ SCIFACT = DATA/'scifact'
 def scifact_subset(folder:Path, n_queries:int=40, n_docs:int=200, seed:int=0) -> Path:
     "A BEIR folder with the first `n_queries` SciFact queries, their relevant documents and random others up to `n_docs`."
     folder.mkdir(parents=True, exist_ok=True)
-    queries = [json.loads(l) for l in open(SCIFACT/'queries.jsonl')]
-    qrels = [l.split('\t') for l in (SCIFACT/'qrels.tsv').read_text().splitlines()[1:] if l.strip()]
-    corpus = [json.loads(l) for l in open(SCIFACT/'corpus.jsonl')]
+    queries = [json.loads(l) for l in open(SCIFACT/'queries.jsonl', encoding='utf-8')]
+    qrels = [l.split('\t') for l in (SCIFACT/'qrels.tsv').read_text(encoding='utf-8').splitlines()[1:] if l.strip()]
+    corpus = [json.loads(l) for l in open(SCIFACT/'corpus.jsonl', encoding='utf-8')]
     judged = list(dict.fromkeys(r[0] for r in qrels))[:n_queries]
     keep = {r[1] for r in qrels if r[0] in judged}
     others = [c['_id'] for c in corpus if c['_id'] not in keep]; random.Random(seed).shuffle(others)
     keep |= set(others[:n_docs - len(keep)])
-    (folder/'corpus.jsonl').write_text(''.join(json.dumps(c) + '\n' for c in corpus if c['_id'] in keep))
-    (folder/'queries.jsonl').write_text(''.join(json.dumps(q) + '\n' for q in queries if q['_id'] in judged))
-    (folder/'qrels.tsv').write_text('query-id\tcorpus-id\tscore\n' + ''.join('\t'.join(r) + '\n' for r in qrels if r[0] in judged))
+    (folder/'corpus.jsonl').write_text(''.join(json.dumps(c) + '\n' for c in corpus if c['_id'] in keep), encoding='utf-8')
+    (folder/'queries.jsonl').write_text(''.join(json.dumps(q) + '\n' for q in queries if q['_id'] in judged), encoding='utf-8')
+    (folder/'qrels.tsv').write_text('query-id\tcorpus-id\tscore\n' + ''.join('\t'.join(r) + '\n' for r in qrels if r[0] in judged), encoding='utf-8')
     return folder
 
 SETTINGS = [{}, {'rerank': 'none'}, {'expansion': 'prf'}, {'fusion': 'rrf', 'rrf_k': 20},
@@ -53,7 +53,7 @@ def test_lab_equals_eval_command(subset):
     folder, env, cache = subset
     p = QueryParams().updated(fusion='rrf', rrf_k=30.0, rerank_top=20)
     cmd = eval_command(p, folder).split()[1:] + ['--json']
-    out = json.loads(subprocess.run([QMD_BIN, *cmd], env=env, capture_output=True, text=True, check=True, timeout=600).stdout)
+    out = json.loads(subprocess.run([QMD_BIN, *cmd], env=env, capture_output=True, text=True, check=True, timeout=600, encoding='utf-8').stdout)
     lab = lab_metrics(cache, p).to_json()
     assert {k: out[k] for k in ('ndcg@10', 'recall@100', 'mrr@10', 'queries')} == {k: lab[k] for k in ('ndcg@10', 'recall@100', 'mrr@10', 'queries')}
 
@@ -67,7 +67,7 @@ def test_apply_reaches_query_command(subset, tmp_path):
     apply_params(Store(env=env), p)
     code = "from qmd_nb.store import Store; from qmd_nb.hybrid import QueryParams; print(QueryParams.from_settings(Store().config.settings) == " \
            "QueryParams().updated(fusion='rrf', rrf_k=25.0, rerank_top=30, expansion='prf'))"
-    assert subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True).stdout.strip() == 'True'
+    assert subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True, encoding='utf-8').stdout.strip() == 'True'
 
 @pytest.mark.skipif(not os.environ.get('QMD_NB_SCIFACT_HOME'), reason="set QMD_NB_SCIFACT_HOME to a home with SciFact's eval store (embedding it takes ~5 min)")
 def test_scifact_defaults_equal_evaluate():

@@ -71,7 +71,7 @@ def test_cached_handshake_answers_as_the_sdk_does(qmd, notes):
     cache = qmd.home/'cache'/'index'/'mcp-initialize.json'
     for v in ('2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25', '1999-01-01'):
         (sdk, s1), err1 = _run_raw(qmd.env, _hello(v), INITIALIZED, SEARCH)
-        assert v in json.loads(cache.read_text())['answers']
+        assert v in json.loads(cache.read_text(encoding='utf-8'))['answers']
         (fast, s2), err2 = _run_raw(qmd.env, _hello(v), INITIALIZED, SEARCH) # pipelined: nothing after the first line is lost
         assert fast == sdk and fast['result']['protocolVersion'] == (v if v != '1999-01-01' else '2025-11-25'), (v, fast)
         assert s1['result']['structuredContent']['results'][0]['file'] == 'notes/backup.md' and s2 == s1
@@ -86,17 +86,17 @@ def test_stale_handshake_cache_is_noticed_and_refreshed(qmd, notes):
     qmd('collection', 'add', notes, '--name', 'notes')
     cache = qmd.home/'cache'/'index'/'mcp-initialize.json'
     (sdk, _), _ = _run_raw(qmd.env, _hello('2025-11-25', 'a'), INITIALIZED, SEARCH)
-    d = json.loads(cache.read_text()); d['answers']['2025-11-25']['capabilities']['experimental'] = {'stale': {}}
-    cache.write_text(json.dumps(d))
+    d = json.loads(cache.read_text(encoding='utf-8')); d['answers']['2025-11-25']['capabilities']['experimental'] = {'stale': {}}
+    cache.write_text(json.dumps(d), encoding='utf-8')
     (stale, s), err = _run_raw(qmd.env, _hello('2025-11-25', 'a'), INITIALIZED, SEARCH)
     assert stale['result']['capabilities']['experimental'] == {'stale': {}} # answered from the cache, before the SDK
     assert 'the cached answer differed' in err and s['result']['structuredContent']['results'] # warned; the session goes on
     (fresh, _), err = _run_raw(qmd.env, _hello('2025-11-25', 'a'), INITIALIZED, SEARCH)
     assert fresh == sdk and 'initialize' not in err
-    d['key'] = 'another SDK'; cache.write_text(json.dumps(d)) # a cache of another SDK version or server is not used
+    d['key'] = 'another SDK'; cache.write_text(json.dumps(d), encoding='utf-8') # a cache of another SDK version or server is not used
     (other,), err = _run_raw(qmd.env, _hello('2025-11-25', 'a'), INITIALIZED)
     assert other == sdk and 'initialize' not in err
-    cache.write_text('{damaged')
+    cache.write_text('{damaged', encoding='utf-8')
     (again, _), _ = _run_raw(qmd.env, _hello('2025-11-25', 'a'), INITIALIZED, SEARCH)
     assert again == sdk
 
@@ -106,8 +106,10 @@ def test_malformed_first_messages_reach_the_sdk(qmd, notes):
     bad = dict(_hello('2025-11-25'), params={'protocolVersion': '2025-11-25', 'capabilities': {}}) # no clientInfo
     (refused,), _ = _run_raw(qmd.env, bad)
     assert refused['error']['code'] == -32602, refused # the SDK's answer, not the cache's
-    import subprocess
+    import json, subprocess
     p = subprocess.Popen([QMD_BIN, 'mcp'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=qmd.env)
     p.stdin.write(b'not json\n{"jsonrpc": "2.0", "id": 3, "method": "ping"}\n'); p.stdin.flush()
-    assert p.stdout.readline() == b'{"jsonrpc":"2.0","id":3,"result":{}}\n' # the SDK skipped the bad line, as it always has
+    parse_error = json.loads(p.stdout.readline()) # JSON-RPC answers a line that is no JSON (the SDK alone said nothing)
+    assert (parse_error['id'], parse_error['error']['code']) == (None, -32700), parse_error
+    assert p.stdout.readline() == b'{"jsonrpc":"2.0","id":3,"result":{}}\n' # and the session goes on
     p.stdin.close(); assert p.wait(timeout=30) == 0

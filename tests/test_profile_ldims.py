@@ -39,7 +39,7 @@ def doc_id(path):
     return doc_uuid('library', path)
 
 def test_ldims_contract(qmd, library):
-    (library/'new.md').write_text('# Not indexed yet\n')
+    (library/'new.md').write_text('# Not indexed yet\n', encoding='utf-8')
     async def run(c):
         o = {'tools': {t.name: t for t in (await c.list_tools()).tools},
              'templates': [t.uri_template for t in (await c.list_resource_templates()).resource_templates]}
@@ -117,6 +117,6 @@ def test_ldims_log_level(qmd, library, tmp_path):
     from conftest import ROOT
     script = ("import asyncio, json, sys\nsys.path.insert(0, %r)\nfrom test_profile_ldims import _session, search\n" % str(ROOT/'tests')) + \
              "class Q: env = json.loads(sys.argv[1])\nprint(asyncio.run(_session(Q, lambda c: search(c, {'query': 'sales'}), env={'LOG_LEVEL': sys.argv[2]}))['totalMatches'])\n"
-    outs = {lvl: subprocess.run([sys.executable, '-c', script, json.dumps(qmd.env), lvl], capture_output=True, text=True, timeout=120) for lvl in ('INFO', 'ERROR')}
+    outs = {lvl: subprocess.run([sys.executable, '-c', script, json.dumps(qmd.env), lvl], capture_output=True, text=True, timeout=120, encoding='utf-8') for lvl in ('INFO', 'ERROR')}
     assert outs['INFO'].stdout.strip() == '2' and 'qmd-nb ldims: INFO searchDocuments {"query": "sales"' in outs['INFO'].stderr
     assert 'searchDocuments' not in outs['ERROR'].stderr

@@ -36,7 +36,7 @@ def web():
 async def _session(qmd, fn):
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
-    async with Client(StdioServerParameters(command=QMD_BIN, args=['mcp', '--tools', 'vectordb'], env=qmd.env)) as c: return await fn(c)
+    async with Client(StdioServerParameters(command=QMD_BIN, args=['mcp', '--tools', 'vectordb', '--allow-private-urls'], env=qmd.env)) as c: return await fn(c)
 
 def test_vectordb_contract(qmd, tmp_path, web):
     files = write_tree(tmp_path/'in', {
@@ -51,7 +51,7 @@ def test_vectordb_contract(qmd, tmp_path, web):
         o = {'tools': {t.name: t for t in (await c.list_tools()).tools}}
         o['md'] = await call('ingest_file', {'path': str(files/'attention.md'), 'library': 'papers', 'metadata': {'project': 'nlp'}})
         o['again'] = await call('ingest_file', {'path': str(files/'attention.md'), 'library': 'papers', 'metadata': {'project': 'nlp'}})
-        (files/'attention.md').write_text((files/'attention.md').read_text() + "\nDropout everywhere.\n")
+        (files/'attention.md').write_text((files/'attention.md').read_text(encoding='utf-8') + "\nDropout everywhere.\n", encoding='utf-8')
         o['replaced'] = await call('ingest_file', {'path': str(files/'attention.md'), 'library': 'papers', 'metadata': {'project': 'nlp'}})
         o['txt'] = await call('ingest_file', {'path': str(files/'todo.txt')})
         o['pdf'] = await call('ingest_file', {'path': str(files/'spec.pdf'), 'library': 'specs'})

@@ -13,7 +13,7 @@ def test_scifact_bm25_ndcg(qmd):
     assert m['ndcg@10'] >= 0.67, m # published BM25 on SciFact: 0.679
 
 def test_tldr_known_item_mrr(tmp_path):
-    r = subprocess.run([sys.executable, str(ROOT/'bench'/'known_item.py'), '--home', str(tmp_path)], capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, str(ROOT/'bench'/'known_item.py'), '--home', str(tmp_path)], capture_output=True, text=True, timeout=600, encoding='utf-8')
     mrr = float(r.stdout.split('MRR@10 ')[1].split()[0])
     assert mrr >= 0.92, r.stdout
 

@@ -20,7 +20,7 @@ def test_search_embed_and_mcp_say_nothing_on_stderr(qmd, notes):
     calls = [init, {'jsonrpc': '2.0', 'method': 'notifications/initialized'}] + [
         {'jsonrpc': '2.0', 'id': i, 'method': 'tools/call', 'params': {'name': n, 'arguments': {'query': 'backup copies'}}}
         for i, n in ((2, 'search'), (3, 'vsearch'), (4, 'query'))]
-    p = subprocess.Popen([QMD_BIN, 'mcp'], env=qmd.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([QMD_BIN, 'mcp'], env=qmd.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
     for m in calls: p.stdin.write(json.dumps(m) + '\n'); p.stdin.flush()
     answers = [json.loads(p.stdout.readline()) for _ in range(4)]
     time.sleep(3) # the model's background load and the reranker's warm-up start two seconds after the handshake
@@ -32,11 +32,11 @@ def test_http_server_says_where_it_listens_and_nothing_else(qmd, notes):
     (notes/'bad.md').unlink()
     qmd('collection', 'add', notes, '--name', 'notes')
     port = free_port()
-    p = subprocess.Popen([QMD_BIN, 'serve', '--port', str(port)], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([QMD_BIN, 'serve', '--port', str(port)], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
     try:
         wait_for(lambda: _get(f'http://127.0.0.1:{port}/health'), 120, 'the server')
-        (notes/'new.md').write_text('# New\n\nA fresh note about tapes.\n')
-        auth = {'Authorization': f"Bearer {(qmd.home/'config'/'token').read_text().strip()}"} # made by the server on first use
+        (notes/'new.md').write_text('# New\n\nA fresh note about tapes.\n', encoding='utf-8')
+        auth = {'Authorization': f"Bearer {(qmd.home/'config'/'token').read_text(encoding='utf-8').strip()}"} # made by the server on first use
         call = lambda path, body=None: json.loads(urllib.request.urlopen(urllib.request.Request(f'http://127.0.0.1:{port}{path}', data=body,
                                                   headers={'Content-Type': 'application/json', **auth}), timeout=120).read())
         assert call('/update', b'{}')['status'] == 'updated' # rebuilds the keyword index in the server
@@ -52,7 +52,7 @@ def test_mcp_in_a_terminal_says_what_it_waits_for(qmd, notes):
     import os, pty
     qmd('collection', 'add', notes, '--name', 'notes')
     main, tty = pty.openpty()
-    p = subprocess.Popen([QMD_BIN, 'mcp'], env=qmd.env, stdin=tty, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([QMD_BIN, 'mcp'], env=qmd.env, stdin=tty, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
     os.close(tty)
     os.write(main, b'\x04') # Ctrl-D: end of input on a terminal (read once the server reads)
     try: out, err = p.communicate(timeout=60)

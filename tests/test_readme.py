@@ -28,7 +28,7 @@ def fresh_env(home:Path) -> dict:
     keep = {k: v for k, v in os.environ.items() if k in ('LANG', 'LC_ALL', 'TERM', 'TMPDIR', 'QMD_NB_MODEL_CACHE', 'HF_HUB_OFFLINE')}
     home.mkdir()
     if os.getuid() == 0: # tests run as root here; Jupyter refuses root unless told (a user's own account needs nothing)
-        (home/'.jupyter').mkdir(); (home/'.jupyter'/'jupyter_server_config.json').write_text('{"ServerApp": {"allow_root": true}}')
+        (home/'.jupyter').mkdir(); (home/'.jupyter'/'jupyter_server_config.json').write_text('{"ServerApp": {"allow_root": true}}', encoding='utf-8')
     return {**keep, 'HOME': str(home), 'PATH': '/usr/local/bin:/usr/bin:/bin', 'BROWSER': 'true'} # BROWSER: jupyter opens no window
 
 def wait_for(test, seconds:float, what:str):
@@ -53,7 +53,7 @@ def test_command_line_section_runs_as_written(tmp_path):
     lines = sh_block((ROOT/'README.md').read_text(encoding='utf-8'), '## The command line')
     assert lines[0].startswith('source .venv/bin/activate') and len(lines) > 20
     env, prelude, background, outputs = fresh_env(tmp_path/'home'), [], [], {}
-    run = lambda line, **kw: subprocess.run(['bash', '-c', '\n'.join(prelude + [line])], cwd=ROOT, env=env, capture_output=True, text=True, **kw)
+    run = lambda line, **kw: subprocess.run(['bash', '-c', '\n'.join(prelude + [line])], cwd=ROOT, env=env, capture_output=True, text=True, encoding='utf-8', **kw)
     assert run('command -v qmd-nb').returncode != 0 # not on PATH before the setup's PATH line
     try:
         for line in lines:
@@ -64,13 +64,13 @@ def test_command_line_section_runs_as_written(tmp_path):
             if line.startswith('qmd-nb serve'):
                 port = free_port(); env['QMD_NB_SERVER'] = f'http://127.0.0.1:{port}'
                 p = subprocess.Popen(['bash', '-c', '\n'.join(prelude + ['exec ' + line.replace('--port 18765', f'--port {port}')])],
-                                     cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
                 background.append(p)
                 wait_for(lambda: _get(f'http://127.0.0.1:{port}/health'), 120, line)
                 continue
             if line.startswith('jupyter lab'):
                 p = subprocess.Popen(['bash', '-c', '\n'.join(prelude + ['exec ' + line])], cwd=ROOT, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding='utf-8')
                 background.append(p)
                 url = wait_for(lambda: re.search(r'(http://(?:localhost|127\.0\.0\.1):\d+)/lab\?token=(\w+)', p.stdout.readline()), 120, line)
                 # given a notebook, Jupyter serves its folder (nbs/) and opens it: the tour runs from there
@@ -96,6 +96,6 @@ def test_tour_runs_from_the_root():
     readme = (ROOT/'README.md').read_text(encoding='utf-8').split('## A five-minute tour', 1)[1]
     code = readme.split('```python\n', 1)[1].split('\n```', 1)[0]
     shown = readme.split('```python\n', 1)[1].split('\n```\n\n```\n', 1)[1].split('\n```', 1)[0]
-    r = subprocess.run([str(ROOT/'.venv'/'bin'/'python'), '-c', code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([str(ROOT/'.venv'/'bin'/'python'), '-c', code], cwd=ROOT, capture_output=True, text=True, encoding='utf-8', timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == shown.strip() and len(list((ROOT/'nbs').glob('[0-9]*.ipynb'))) == int(shown.split()[0])

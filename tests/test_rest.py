@@ -22,7 +22,7 @@ class Server:
             assert self.p.poll() is None, f"server exited: {self.p.stderr.read().decode()}"
             assert time.time() - t0 < 30, "server did not start in 30 s"
             time.sleep(0.05)
-        self.token = (Path(qmd.home)/'config'/'token').read_text().strip() # made by serve on first use
+        self.token = (Path(qmd.home)/'config'/'token').read_text(encoding='utf-8').strip() # made by serve on first use
         self.http = httpx.Client(base_url=self.url, timeout=120, headers={'Authorization': f'Bearer {self.token}'})
 
     def post(self, path, body=None, **kw): return self.http.post(path, json=body, **kw)
@@ -112,7 +112,7 @@ def test_management_endpoints(server, tmp_path):
     assert s.get('/collections/nope').status_code == 404
     assert s.put('/collections/extra', json={'new_name': 'zoo'}).json()['content'] == "Renamed 'extra' to 'zoo'"
     assert s.post('/search', {'query': 'zebra'}).json()['results'][0]['file'] == 'zoo/a.md'
-    (extra/'c.md').write_text('# C\n\nzebra stripes\n')
+    (extra/'c.md').write_text('# C\n\nzebra stripes\n', encoding='utf-8')
     assert s.post('/index').json() == {'status': 'indexed', 'collections': 2, 'total_documents': 10, 'content': 'Indexed 2 collections: 10 documents'}
     assert s.post('/update', {'pull': True}).json() == {'status': 'updated', 'collections': 2, 'content': 'Updated 2 collections'}
     assert s.post('/update').json()['status'] == 'updated' # the body is optional
@@ -133,7 +133,7 @@ def test_openapi_matches_the_server(server, tmp_path):
             ('/ingest', 'post'), ('/jobs/{job_id}', 'get')} # the contract's endpoints, and ingestion
     assert {(p, m) for p, ms in api['paths'].items() for m in ms} == want
     assert set(api['paths']['/search']['post']['responses']) >= {'200', '400', '404', '413', '503'}
-    memo = tmp_path/'memo.md'; memo.write_text('# Memo\n\nquokka\n')
+    memo = tmp_path/'memo.md'; memo.write_text('# Memo\n\nquokka\n', encoding='utf-8')
     job = s.post('/ingest', {'source': str(memo), 'library': 'inbox', 'background': True})
     for path, method, status, resp in [
             ('/search', 'post', 200, s.post('/search', {'query': 'rsync'})), ('/search', 'post', 400, s.post('/search', {'query': 1})),
@@ -294,7 +294,7 @@ def test_stdio_server_stops_on_sigterm_and_end_of_input(qmd, notes):
         else: p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=20) in (0, -signal.SIGTERM), how
         assert p.stdout.read() == b''
-        kids = subprocess.run(['pgrep', '-P', str(p.pid)], capture_output=True, text=True).stdout
+        kids = subprocess.run(['pgrep', '-P', str(p.pid)], capture_output=True, text=True, encoding='utf-8').stdout
         assert kids == '', how
 
 MCP_BAD = [ # (tool, arguments, words the error must contain)

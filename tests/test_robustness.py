@@ -8,19 +8,24 @@ def _big_tree(root:Path, n:int) -> Path:
     return write_tree(root, {f'd{i // 500}/note{i}.md': f"# Note {i}\n\n" + ' '.join(words[(i + k) % len(words)] for k in range(400)) + f"\nunique{i}\n"
                              for i in range(n)})
 
-def test_killed_update_leaves_consistent_index(qmd, tmp_path):
-    root = _big_tree(tmp_path/'big', 6000)
-    p = subprocess.Popen([QMD_BIN, 'collection', 'add', str(root), '--name', 'big'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    db = qmd.home/'cache'/'index'/'catalog.sqlite'
-    deadline = time.time() + 120
-    while time.time() < deadline: # kill once some batches are in, well before the run ends
+def _kill_when(p, db, n_docs, timeout=120):
+    "SIGKILL `p` once the catalog holds `n_docs` documents (some batches in, well before the run ends)."
+    deadline = time.time() + timeout
+    while time.time() < deadline and p.poll() is None:
         if db.exists():
             try:
-                n = sqlite3.connect(db).execute("SELECT COUNT(*) FROM documents").fetchone()[0]
-                if n >= 500: break
+                if sqlite3.connect(db).execute("SELECT COUNT(*) FROM documents").fetchone()[0] >= n_docs: break
             except sqlite3.OperationalError: pass
         time.sleep(0.05)
     p.send_signal(signal.SIGKILL); p.wait()
+
+def test_killed_update_leaves_consistent_index(qmd, tmp_path):
+    root = tmp_path/'big'; root.mkdir()
+    qmd('collection', 'add', root, '--name', 'big') # empty: the files come next, and `update` indexes them in batches
+    _big_tree(root, 6000)
+    p = subprocess.Popen([QMD_BIN, 'update'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    db = qmd.home/'cache'/'index'/'catalog.sqlite'
+    _kill_when(p, db, 500)
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == 'ok'
     n = con.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
@@ -33,11 +38,24 @@ def test_killed_update_leaves_consistent_index(qmd, tmp_path):
     assert qmd('search', 'unique5999', '--format', 'files').stdout.strip() == 'big/d11/note5999.md'
     assert 'big: 0 indexed, 0 updated, 6000 unchanged' in qmd('update').stdout
 
+def test_killed_collection_add_leaves_nothing(qmd, tmp_path):
+    "A collection add is all or nothing: killed half-way, no collection and no document remain, and adding it again works."
+    root = _big_tree(tmp_path/'big', 3000)
+    qmd('collection', 'add', write_tree(tmp_path/'small', {'a.md': '# A\nalpha'}), '--name', 'small')
+    p = subprocess.Popen([QMD_BIN, 'collection', 'add', str(root), '--name', 'big'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wal, t0 = qmd.home/'cache'/'index'/'catalog.sqlite-wal', time.time()
+    while p.poll() is None and time.time() - t0 < 60 and not (wal.exists() and wal.stat().st_size > 2 << 20): time.sleep(0.01)
+    assert p.poll() is None, "the add ended before it could be killed"
+    p.send_signal(signal.SIGKILL); p.wait() # well into its transaction: megabytes of it written
+    st = qmd.json('status', '--json')
+    assert (st['total_documents'], [c['name'] for c in st['collections']]) == (1, ['small'])
+    assert '3000 indexed' in qmd('collection', 'add', root, '--name', 'big').stdout
+
 def test_concurrent_updates_and_searches(qmd, tmp_path):
     root = _big_tree(tmp_path/'c', 800)
     qmd('collection', 'add', root, '--name', 'c')
-    for i in range(0, 800, 7): (root/f'd{i // 500}'/f'note{i}.md').write_text(f'# Note {i}\nchanged{i}\n')
-    procs = [subprocess.Popen([QMD_BIN, 'update'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for i in range(0, 800, 7): (root/f'd{i // 500}'/f'note{i}.md').write_text(f'# Note {i}\nchanged{i}\n', encoding='utf-8')
+    procs = [subprocess.Popen([QMD_BIN, 'update'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8') for _ in range(3)]
     searches = [qmd('search', 'gamma delta', '-n', '3') for _ in range(5)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
@@ -48,7 +66,7 @@ def test_concurrent_updates_and_searches(qmd, tmp_path):
 def test_unreadable_and_odd_files(qmd, tmp_path):
     root = write_tree(tmp_path/'odd', {'ok.md': '# OK\nfine', 'latin1.md': 'caf\xe9'.encode('latin-1'), 'nul.md': b'a\x00b',
                                       'empty.md': '', 'crlf.md': '# Win\r\nline two\r\n', 'bom.md': '\ufeff# Bom\nbody'.encode()})
-    (root/'locked.md').write_text('secret'); os.chmod(root/'locked.md', 0)
+    (root/'locked.md').write_text('secret', encoding='utf-8'); os.chmod(root/'locked.md', 0)
     r = qmd('collection', 'add', root, '--name', 'odd')
     skipped = 3 if os.geteuid() != 0 else 2 # root can read a 0-mode file
     assert f'odd: {7 - skipped} indexed, 0 updated, 0 unchanged, 0 removed, {skipped} skipped' in r.stdout

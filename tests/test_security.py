@@ -77,9 +77,9 @@ json.dump(res, sys.stdout)
 def attack(world, plan:list) -> list:
     "Run the plan as nobody; its results, one per step."
     box = world['box']
-    (box/'plan.json').write_text(json.dumps(plan)); (box/'plan.json').chmod(0o644)
+    (box/'plan.json').write_text(json.dumps(plan), encoding='utf-8'); (box/'plan.json').chmod(0o644)
     r = subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"/usr/bin/python3 {box/'attacker.py'} {box/'plan.json'}"],
-                       capture_output=True, text=True, timeout=1800)
+                       capture_output=True, text=True, timeout=1800, encoding='utf-8')
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
 
@@ -90,7 +90,7 @@ LIMITED = ['pub', 'publib', 'pubx', 'pubx2'] # what the -pub tokens may see
 def _serve(qmd, *args):
     from test_rest import free_port
     port = free_port()
-    log = open(qmd.home.parent/f'server-{port}.log', 'w') # read by nobody? no: it is in the owner's test folder
+    log = open(qmd.home.parent/f'server-{port}.log', 'w', encoding='utf-8') # read by nobody? no: it is in the owner's test folder
     p = subprocess.Popen([QMD_BIN, 'serve', '--transport', 'http', '--port', str(port), *map(str, args)], env=qmd.env,
                          stdout=subprocess.DEVNULL, stderr=log)
     t0 = time.time()
@@ -98,7 +98,7 @@ def _serve(qmd, *args):
         try:
             if httpx.get(f'http://127.0.0.1:{port}/health', timeout=1).status_code == 200: return p, port
         except httpx.TransportError: pass
-        assert p.poll() is None, Path(log.name).read_text()
+        assert p.poll() is None, Path(log.name).read_text(encoding='utf-8')
         assert time.time() - t0 < 60, "server did not start"
         time.sleep(0.1)
 
@@ -112,7 +112,7 @@ def world(tmp_path_factory):
     os.chmod(vault, 0o700); os.chmod(vault/f"{MARK['file']}.md", 0o600)
     allowed = write_tree(base/'allowed', {'memo.md': "# Memo\n\nrsync memo for the public library\n", 'extra/x.md': '# Extra\n\nrsync extra\n'})
     secret_dir = base/'rootonly'; secret_dir.mkdir(mode=0o700)
-    srv = secret_dir/'secret.txt'; srv.write_text(f"password={MARK['srv']}\n"); srv.chmod(0o600)
+    srv = secret_dir/'secret.txt'; srv.write_text(f"password={MARK['srv']}\n", encoding='utf-8'); srv.chmod(0o600)
     (allowed/'link-secret').symlink_to(secret_dir); (allowed/'link-vault').symlink_to(vault) # inside an allowed folder, pointing out of it
     qmd('collection', 'add', pub, '--name', 'pub'); qmd('collection', 'add', vault, '--name', 'vault7')
     qmd('context', 'add', 'qmd://vault7', f"The {MARK['title']} collection")
@@ -138,7 +138,7 @@ def world(tmp_path_factory):
     servers = {name: _serve(qmd, '--tools', tools, '--allow-path', allowed, '--allowed-origins', 'https://app.example')
                for name, tools in (('qmd', 'qmd,recall,ldims'), ('vectordb', 'vectordb'), ('mdq', 'mdq'))}
     box = Path(tempfile.mkdtemp(prefix='qmd-nb-attacker-')); box.chmod(0o755)
-    (box/'attacker.py').write_text(ATTACKER); (box/'attacker.py').chmod(0o644)
+    (box/'attacker.py').write_text(ATTACKER, encoding='utf-8'); (box/'attacker.py').chmod(0o644)
     w = dict(qmd=qmd, base=base, home=base/'home', pub=pub, vault=vault, allowed=allowed, srv=srv, tok=tok, box=box,
              ports={k: v[1] for k, v in servers.items()}, vault_docid='#' + vault_hash[:6], vault_uuid=doc_uuid('vault7', f"{MARK['file']}.md"))
     yield w
@@ -452,7 +452,7 @@ def test_https(qmd, notes, tmp_path):
         for _ in range(300):
             try: httpx.get(url + '/health', verify=ca); break
             except httpx.TransportError: time.sleep(0.1)
-        token = (qmd.home/'config'/'token').read_text().strip()
+        token = (qmd.home/'config'/'token').read_text(encoding='utf-8').strip()
         r = httpx.post(url + '/search', json={'query': 'rsync'}, headers={'Authorization': f'Bearer {token}'}, verify=ca)
         assert r.status_code == 200 and r.json()['results'][0]['file'] == 'notes/backup.md'
         assert httpx.get(url + '/.well-known/oauth-authorization-server', verify=ca).json()['issuer'] == url

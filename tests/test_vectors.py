@@ -34,7 +34,7 @@ def test_embed_vsearch_query(qmd, notes):
 def test_renames_do_not_reembed(qmd, notes):
     qmd('collection', 'add', notes, '--name', 'notes'); qmd('embed')
     (notes/'cooking'/'pasta.md').rename(notes/'pasta-renamed.md')
-    (notes/'tokyo.md').write_text('# Osaka\n\nA different city now.\n')
+    (notes/'tokyo.md').write_text('# Osaka\n\nA different city now.\n', encoding='utf-8')
     qmd('update')
     out = qmd('embed').stdout
     assert out.startswith('Embedded 1 documents') and 'dropped the vectors of 1 documents' in out

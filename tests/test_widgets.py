@@ -51,7 +51,7 @@ def test_ranking_lab_on_an_index(store, tmp_path):
     embed(store, get_embedder(store.config.settings), progress=False)
     jf = tmp_path/'judged.tsv'
     jf.write_text('how do we copy files every night\tnotes/backup.md\nboiling pasta\tnotes/cooking/pasta.md\n'
-                  'rsync daemon meeting\tnotes/journals/2025-05-01.md\t2\n')
+                  'rsync daemon meeting\tnotes/journals/2025-05-01.md\t2\n', encoding='utf-8')
     lab = ranking_lab(store, jf, progress=False)
     assert lab.result.queries == 3 and lab.result.ndcg10 > 0.5
     lab.controls['fusion'].value = 'rrf'; lab.controls['rrf_k'].value = 10.0

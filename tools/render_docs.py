@@ -44,7 +44,7 @@ def directives(src:str) -> dict:
 
 def test_flags() -> set[str]:
     "The `tst_flags` of pyproject.toml: cells flagged with them do not run by default."
-    cfg = tomllib.loads((ROOT/'pyproject.toml').read_text()).get('tool', {}).get('nbdev', {})
+    cfg = tomllib.loads((ROOT/'pyproject.toml').read_text(encoding='utf-8')).get('tool', {}).get('nbdev', {})
     return set(str(cfg.get('tst_flags', '')).split())
 
 def skip_cell(src:str, flags:set[str]) -> bool:
@@ -85,7 +85,7 @@ def page_order() -> list[str]:
                 if isinstance(it.get('href'), str): listed.append(it['href'])
                 walk(it.get('contents'))
     sb = NBS/'sidebar.yml'
-    if sb.exists(): walk(yaml.safe_load(sb.read_text())['website']['sidebar']['contents'])
+    if sb.exists(): walk(yaml.safe_load(sb.read_text(encoding='utf-8'))['website']['sidebar']['contents'])
     found = notebooks()
     found.sort(key=lambda p: (p != 'index.ipynb', p))
     return [p for p in listed if p in found] + [p for p in found if p not in listed]
@@ -166,7 +166,7 @@ def exporter(up:str):
 
 def widget_js() -> Path|None:
     "The cached widget JavaScript (tools/widget_js.sh fetches it when missing), or None."
-    r = subprocess.run(['bash', str(ROOT/'tools'/'widget_js.sh')], capture_output=True, text=True)
+    r = subprocess.run(['bash', str(ROOT/'tools'/'widget_js.sh')], capture_output=True, text=True, encoding='utf-8')
     if r.returncode != 0: print(r.stderr.strip(), file=sys.stderr); return None
     return Path(r.stdout.strip())
 
@@ -211,10 +211,10 @@ if __name__ == '__main__':
             nbformat.write(nb, NBS/rel)
             print(f'saved {rel} with the state of {len(nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {}))} widget models')
         sys.exit()
-    if a.sidebar: (NBS/'sidebar.yml').write_text(sidebar_yml()); sys.exit()
+    if a.sidebar: (NBS/'sidebar.yml').write_text(sidebar_yml(), encoding='utf-8'); sys.exit()
     if a.check_sidebar:
         sb = NBS/'sidebar.yml'
-        if not sb.exists() or sb.read_text() != sidebar_yml():
+        if not sb.exists() or sb.read_text(encoding='utf-8') != sidebar_yml():
             sys.exit("nbs/sidebar.yml does not list the notebooks in nbs/: run `python tools/render_docs.py --sidebar`")
         sys.exit()
     for p in render(Path(a.out), a.execute, a.only): print(p)

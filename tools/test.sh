@@ -19,6 +19,8 @@ echo "== README.md is nbs/index.ipynb; nbs/sidebar.yml lists every notebook; nbd
 $B/python tools/readme.py --check
 $B/python tools/render_docs.py --check-sidebar
 $B/python tools/check_docs_exec.py --run
+echo "== every text file opened with an explicit encoding (a model load switches the locale to ASCII for a moment)"
+$B/python tools/lint_encoding.py qmd_nb tests bench tools
 echo "== nbdev-test"
 $B/nbdev-test
 echo "== pytest"
