@@ -6,22 +6,23 @@ Docs: https://qmd-nb.github.io/qmd-nb/index.html.md"""
 
 # %% ../nbs/05_index.ipynb #4c502fe9
 from __future__ import annotations
-import hashlib, os, re, sys
+import hashlib, json, os, re, stat, sys, time
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from .config import Collection, DEFAULT_MASK, check_name, norm_context_path, UsageError, NotFound
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
-from .store import (Store, NewDoc, put_docs, touch_docs, remove_docs, drop_orphans, doc_index, set_problems,
-                          mark_updated, get_collection, forget_collection, rename_in_catalog, cached_conversion,
-                          cache_conversions, library_files)
+from .store import (Store, NewDoc, DocRow, Known, put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index,
+                          doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started,
+                          generation, get_collection, forget_collection, rename_in_catalog, cached_conversion, cache_conversions,
+                          library_files)
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS
-from .keyword import keyword_index
 
 # %% auto #0
-__all__ = ['glob_re', 'mask_match', 'discover', 'doc_meta', 'prepare_doc', 'UpdateStats', 'set_total', 'progress_bar',
-           'update_collection', 'update', 'add_collection', 'remove_collection', 'rename_collection', 'context_key',
-           'add_context', 'remove_context', 'git_pull', 'pull_collections']
+__all__ = ['RACY_NS', 'glob_re', 'mask_match', 'discover', 'doc_meta', 'prepare_doc', 'UpdateStats', 'set_total', 'progress_bar',
+           'stat_unchanged', 'racy', 'ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword', 'update',
+           'add_collection', 'remove_collection', 'rename_collection', 'update_paths', 'context_key', 'add_context',
+           'remove_context', 'git_pull', 'pull_collections']
 
 # %% ../nbs/05_index.ipynb #e6cdbd5a
 @lru_cache(maxsize=64)
@@ -104,11 +105,12 @@ class UpdateStats:
     updated: int = 0 # changed documents
     unchanged: int = 0
     removed: int = 0 # documents whose file vanished (or can no longer be read)
+    moved: int = 0 # documents whose file was renamed (content, id and vectors kept)
     skipped: int = 0 # files that could not be indexed
     problems: dict = field(default_factory=dict) # path -> reason
     error: str|None = None # why the collection could not be updated at all (its documents are kept)
     @property
-    def changed(self) -> bool: return bool(self.indexed or self.updated or self.removed)
+    def changed(self) -> bool: return bool(self.indexed or self.updated or self.removed or self.moved)
 
 class _NoBar:
     "Stands in for a progress bar nobody will see (and spares importing tqdm)."
@@ -134,6 +136,22 @@ def progress_bar(total:int, desc:str, enabled:bool|None=None, unit:str='file'):
     return tqdm(total=total, desc=desc, unit=unit, leave=False, file=sys.stderr)
 
 # %% ../nbs/05_index.ipynb #2eb6e02a
+RACY_NS = 1_000_000_000 # a file modified this close to (or after) the start of the scan that saw it may change again unseen
+
+def stat_unchanged(k:Known, # what the catalog knows of the file
+                   st:os.stat_result, # the file's stat now
+                   since_ns:int|None # when the last complete scan of the collection began (None: not recorded)
+                  ) -> bool:
+    "Whether the file is surely as the catalog saw it, from its size, mtime (ns) and inode alone."
+    if k.mtime_ns is None: return k.size == st.st_size and k.mtime == st.st_mtime # a row from before mtime_ns was kept
+    if (k.size, k.mtime_ns, k.inode) != (st.st_size, st.st_mtime_ns, st.st_ino): return False
+    return not racy(st, since_ns)
+
+def racy(st:os.stat_result, since_ns:int|None) -> bool:
+    "Git's racy rule: a file whose mtime is not older than the last scan's start (less a second) could have been written again in the same tick."
+    return since_ns is not None and st.st_mtime_ns >= since_ns - RACY_NS
+
+# %% ../nbs/05_index.ipynb #74d5debf
 @dataclass
 class _Pending:
     "A changed PDF, Word or HTML file waiting for its conversion."
@@ -144,14 +162,14 @@ class _Pending:
     st: os.stat_result
     known: bool # the catalog had a document at this path
 
-def _read(full, rel, k, st, c, an, stats, lib):
-    "A NewDoc for a changed file, a _Pending conversion, 'same' when only its mtime moved, or None (problem recorded)."
+def _read(full, rel, old, st, c, an, stats, lib):
+    "A NewDoc for a changed file, a _Pending conversion, 'same' when only its stat moved (`old`: the hash the catalog has), or None (problem recorded)."
     try: data = Path(full).read_bytes()
     except OSError as e: stats.problems[rel] = f"unreadable: {e.strerror}"; return None
     h = hashlib.sha256(data).hexdigest()
-    if k and k[3] == h: return 'same'
+    if old == h: return 'same'
     kind = KINDS.get(os.path.splitext(rel)[1].lower())
-    if kind in ('pdf', 'docx', 'html'): return _Pending(rel, data, h, kind, st, bool(k))
+    if kind in ('pdf', 'docx', 'html'): return _Pending(rel, data, h, kind, st, old is not None)
     try: text = decode_text(data)
     except ValueError as e: stats.problems[rel] = str(e); return None
     return prepare_doc(c.name, rel, text, h, an, st.st_size, st.st_mtime, meta=doc_meta({}, *lib[rel]) if rel in lib else None)
@@ -172,42 +190,111 @@ def _converted(store, pend, cv, c, an, stats, lib) -> tuple[list, list]:
         else: stats.indexed += 1
     return docs, [(p.hash, res[p.hash][1], res[p.hash][2]) for p in todo]
 
+# %% ../nbs/05_index.ipynb #f574f0db
+@dataclass
+class ScanPlan:
+    "What a scan's `stat`s decided before any file is read."
+    unchanged: int = 0
+    touch: list = field(default_factory=list) # (size, mtime, mtime_ns, inode, id): same file, stat to record
+    read: list = field(default_factory=list) # (rel, full, stat, Known or None): files to read
+    moves: list = field(default_factory=list) # (old rel, new rel, stat): renamed files, recognised by inode, size and mtime
+    gone: dict = field(default_factory=dict) # rel -> Known: documents whose file is not there any more
+
+def _ext(p:str) -> str: return os.path.splitext(p)[1].lower()
+
+def plan_scan(files:list, # (rel, full path, stat) of the files found
+              known:dict, # rel -> Known: the catalog's documents over the same ground
+              since_ns:int|None, # when the last complete scan began (see `racy`)
+              renames:bool=True # recognise renamed files (not in libraries, whose files map to their sources)
+             ) -> ScanPlan:
+    "Sort the files found by their `stat`: unchanged, renamed, or to be read; and the documents that vanished."
+    found = {rel for rel, _, _ in files}
+    p = ScanPlan(gone={rel: k for rel, k in known.items() if rel not in found})
+    by_stat = {(k.inode, k.size, k.mtime_ns): rel for rel, k in p.gone.items() if k.mtime_ns is not None and k.inode} if renames else {}
+    clean_before = since_ns - RACY_NS if since_ns is not None else float('inf')
+    for rel, full, st in files:
+        k = known.get(rel)
+        if k is not None and k.mtime_ns == st.st_mtime_ns and k.size == st.st_size and k.inode == st.st_ino and st.st_mtime_ns < clean_before:
+            p.unchanged += 1 # `stat_unchanged`, spelt out: this runs for every file of every update
+        elif k is not None and stat_unchanged(k, st, since_ns):
+            p.unchanged += 1
+            if k.mtime_ns is None: p.touch.append((st.st_size, st.st_mtime, st.st_mtime_ns, st.st_ino, k.id)) # fill in the new columns
+        elif k is None and (old := by_stat.get((st.st_ino, st.st_size, st.st_mtime_ns))) and _ext(old) == _ext(rel) and not racy(st, since_ns):
+            p.moves.append((old, rel, st)); del by_stat[(st.st_ino, st.st_size, st.st_mtime_ns)]; del p.gone[old]
+        else: p.read.append((rel, full, st, k))
+    return p
+
+# %% ../nbs/05_index.ipynb #8bcc92c3
+def _moved_title(store, k:DocRow, new:str) -> str:
+    "The title of a document after its file was renamed: its own title, unless that came from the old file name."
+    if k.title != PurePosixPath(k.path).stem: return k.title # from front matter, a heading or the converted file
+    text, start = doc_body(store, k.hash)
+    return doc_title(k.meta, text.split('\n', start + 200)[start:start + 200], new)
+
+def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, an:Analyzer|None=None, progress:bool|None=None,
+          batch:int=500, convert_batch:int=64) -> tuple[UpdateStats, list]:
+    "Bring the catalog's `known` documents in line with `files` (found on disk over the same ground); the stats, and the contents that may have lost their last document."
+    an, stats, lib = an or Analyzer(), UpdateStats(c.name), library_files(store, c.name)
+    p = plan_scan(files, known, since_ns, renames=not lib)
+    stats.unchanged = p.unchanged
+    touch, stat_of = p.touch, {rel: st for rel, _, st, _ in p.read}
+    gone_rows = {d.path: d for d in docs_by_ids(store, [k.id for k in p.gone.values()] + [known[o].id for o, _, _ in p.moves])}
+    moves = [(new, _moved_title(store, gone_rows[old], new), st.st_size, st.st_mtime, st.st_mtime_ns, st.st_ino, known[old].id)
+             for old, new, st in p.moves]
+    old_hash = doc_hashes(store, [k.id for *_, k in p.read if k is not None])
+    by_hash = {d.hash: d for rel, d in gone_rows.items() if rel in p.gone} if p.read and not lib else {}
+    docs, pend = [], []
+    def stamp(ds): # the stat each document was read with: what the next update compares
+        for d in ds: st = stat_of[d.path]; d.inode, d.mtime_ns = st.st_ino, st.st_mtime_ns
+        return ds
+    def flush(cv):
+        nonlocal docs, pend
+        new, cache = _converted(store, pend, cv, c, an, stats, lib); pend = []
+        put_docs(store, stamp(docs + new)); docs = []; cache_conversions(store, cache, CONVERTER_VERSION)
+    with progress_bar(len(p.read), f'Indexing {c.name}', progress) as bar, Converter() as cv:
+        for rel, full, st, k in p.read:
+            bar.update(1)
+            d = _read(full, rel, old_hash.get(k.id) if k else None, st, c, an, stats, lib)
+            if d is None: stats.skipped += 1; continue
+            if d == 'same': touch.append((st.st_size, st.st_mtime, st.st_mtime_ns, st.st_ino, k.id)); stats.unchanged += 1; continue
+            if isinstance(d, _Pending):
+                pend.append(d)
+                if len(pend) >= convert_batch or sum(len(x.data) for x in pend) > 2**26: flush(cv)
+                continue
+            if k is None and (g := by_hash.pop(d.hash, None)) and g.path in p.gone and _ext(g.path) == _ext(rel): # renamed (and touched)
+                moves.append((rel, d.title, st.st_size, st.st_mtime, st.st_mtime_ns, st.st_ino, g.id)); del p.gone[g.path]; continue
+            docs.append(d)
+            if k: stats.updated += 1
+            else: stats.indexed += 1
+            if len(docs) >= batch: put_docs(store, stamp(docs)); docs = []
+        flush(cv)
+    remove_docs(store, [k.id for rel, k in p.gone.items()]) # first: a file renamed onto a vanished one's path
+    move_docs(store, moves); touch_docs(store, touch)
+    failed = [k.id for rel, k in known.items() if rel in stats.problems and rel not in p.gone] # a file that no longer converts loses its old document
+    remove_docs(store, failed)
+    stats.removed, stats.moved = len(p.gone) + len(failed), len(moves)
+    return stats, [gone_rows[r].hash for r in p.gone] + list(old_hash.values())
+
 def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress:bool|None=None, batch:int=500,
                       convert_batch:int=64 # PDF/Word/HTML files converted together (in a process pool when many)
                      ) -> UpdateStats:
     "Bring one collection's documents in line with its folder."
     if not Path(c.path).is_dir(): raise NotFound(f"Collection '{c.name}' folder is missing: {c.path}")
-    an, stats, known, seen, docs, touch = an or Analyzer(), UpdateStats(c.name), doc_index(store, c.name), set(), [], []
-    lib, pend, files = library_files(store, c.name), [], list(discover(c.path, c.masks))
-    def flush(cv):
-        nonlocal docs, pend
-        new, cache = _converted(store, pend, cv, c, an, stats, lib); pend = []
-        put_docs(store, docs + new); docs = []; cache_conversions(store, cache, CONVERTER_VERSION)
-    with progress_bar(len(files), f'Indexing {c.name}', progress) as bar, Converter() as cv:
-        for rel, full, st in files:
-            bar.update(1); k = known.get(rel)
-            if k and k[1] == st.st_size and k[2] == st.st_mtime: seen.add(rel); stats.unchanged += 1; continue
-            d = _read(full, rel, k, st, c, an, stats, lib)
-            if d is None: stats.skipped += 1; continue
-            seen.add(rel)
-            if d == 'same': touch.append((st.st_size, st.st_mtime, k[0])); stats.unchanged += 1; continue
-            if isinstance(d, _Pending):
-                pend.append(d)
-                if len(pend) >= convert_batch or sum(len(p.data) for p in pend) > 2**26: flush(cv)
-                continue
-            docs.append(d)
-            if k: stats.updated += 1
-            else: stats.indexed += 1
-            if len(docs) >= batch: put_docs(store, docs); docs = []
-        flush(cv)
-    touch_docs(store, touch)
-    seen -= set(stats.problems) # a file that no longer converts loses its old document, as one that is no longer text does
-    gone = [v[0] for p, v in known.items() if p not in seen]
-    remove_docs(store, gone); stats.removed = len(gone)
-    set_problems(store, c.name, stats.problems); mark_updated(store, c.name)
+    began, since = time.time_ns(), scan_started(store, c.name)
+    if since is None: note_scan(store, c.name, began) # a run killed before its end must still find what it read racy
+    stats, _ = _sync(store, c, list(discover(c.path, c.masks)), doc_index(store, c.name), since, an, progress, batch, convert_batch)
+    set_problems(store, c.name, stats.problems); mark_updated(store, c.name, began)
     return stats
 
 # %% ../nbs/05_index.ipynb #3c0888c6
+def refresh_keyword(store:Store):
+    "Bring the keyword index up to date with the catalog; when nothing changed since the last refresh, at the cost of one catalog read."
+    mark = f"{generation(store)} {json.dumps(store.config.settings.get('bm25') or {}, sort_keys=True)}"
+    if store.q("SELECT value FROM kv WHERE key='keyword_fresh'") == [(mark,)] and (store.paths.keyword_dir/'CURRENT').exists(): return
+    from qmd_nb.keyword import keyword_index # numpy and the index files: only when there is work for them
+    keyword_index(store)
+    with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES('keyword_fresh', ?)", (mark,))
+
 def update(store:Store, names:list[str]|None=None, # collections to update (default: all)
            progress:bool|None=None) -> list[UpdateStats]:
     "Update collections, then drop unused content and bring the keyword index up to date."
@@ -219,7 +306,7 @@ def update(store:Store, names:list[str]|None=None, # collections to update (defa
             try: stats.append(update_collection(store, c, an, progress))
             except NotFound as e: stats.append(UpdateStats(c.name, error=str(e))) # e.g. an unmounted drive: keep its documents
         if any(s.changed for s in stats): drop_orphans(store)
-        keyword_index(store)
+        refresh_keyword(store)
     return stats
 
 # %% ../nbs/05_index.ipynb #ec4a03b7
@@ -250,7 +337,7 @@ def _remove(store, name):
     key = f'qmd://{name}'
     store.config.contexts = {k: v for k, v in store.config.contexts.items() if k != key and not k.startswith(key + '/')}
     store.save_config()
-    n = forget_collection(store, name); keyword_index(store)
+    n = forget_collection(store, name); refresh_keyword(store)
     if Path(c.path) == store.paths.cache/'libraries'/name: # a library: its folder holds qmd-nb's copies, not your files
         import shutil; shutil.rmtree(c.path, ignore_errors=True)
     return n
@@ -268,7 +355,50 @@ def _rename(store, old, new):
     cfg.collections = {(new if k == old else k): (replace(c, name=new, path=path) if k == old else v) for k, v in cfg.collections.items()}
     ren = lambda k: f'qmd://{new}' + k[len(f'qmd://{old}'):] if k == f'qmd://{old}' or k.startswith(f'qmd://{old}/') else k
     cfg.contexts = {ren(k): v for k, v in cfg.contexts.items()}
-    store.save_config(); rename_in_catalog(store, old, new); keyword_index(store)
+    store.save_config(); rename_in_catalog(store, old, new); refresh_keyword(store)
+
+# %% ../nbs/05_index.ipynb #481d7828
+def _looked_at(c:Collection, paths:list) -> list[str]:
+    "The relative paths inside the collection among `paths` (absolute, or relative to its folder), without hidden ones."
+    root, out = os.path.realpath(c.path), set()
+    for p in paths:
+        full = os.path.normpath(os.path.join(root, p)) # an absolute p stays as it is
+        if full != root and not full.startswith(root + os.sep): continue
+        rel = Path(full).relative_to(root).as_posix()
+        if rel != '.' and not any(x.startswith('.') or x == 'node_modules' for x in rel.split('/')): out.add(rel)
+    return sorted(out)
+
+def _found(c:Collection, rels:list[str]) -> tuple[list, list]:
+    "(files found at or under `rels` that the collection's masks take, folders to look under for documents)."
+    root, files, folders = os.path.realpath(c.path), {}, []
+    inside = lambda p: p.startswith(root + os.sep)
+    for rel in rels:
+        full = os.path.join(root, rel)
+        try: st = os.stat(full)
+        except OSError: folders.append(rel); continue # gone: it was a file or a folder
+        if os.path.islink(full) and not inside(os.path.realpath(full)): continue # as `discover`: links out of the collection are not followed
+        if stat.S_ISDIR(st.st_mode):
+            folders.append(rel)
+            files.update({f'{rel}/{r}': (f'{rel}/{r}', f, s) for r, f, s in discover(full, ['**']) if mask_match(c.masks, f'{rel}/{r}')})
+        elif stat.S_ISREG(st.st_mode) and mask_match(c.masks, rel): files[rel] = (rel, full, st)
+    return list(files.values()), folders
+
+def update_paths(store:Store, collection:str, # the collection the paths belong to
+                 paths:list, # changed files or folders: absolute, or relative to the collection's folder
+                 an:Analyzer|None=None) -> UpdateStats:
+    "Bring just these files and folders of a collection in line with the disk, then refresh the keyword index."
+    with store.writing():
+        c = get_collection(store, collection)
+        rels = _looked_at(c, paths)
+        files, folders = _found(c, rels)
+        since = scan_started(store, c.name)
+        if since is None: note_scan(store, c.name, time.time_ns())
+        known = doc_index(store, c.name, paths=rels + [f for f, _, _ in files], folders=folders)
+        stats, maybe_orphans = _sync(store, c, files, known, since, an, progress=False)
+        replace_problems(store, c.name, stats.problems, paths=rels + [f for f, _, _ in files], folders=folders)
+        if stats.changed: drop_orphans(store, maybe_orphans); mark_updated(store, c.name)
+        refresh_keyword(store)
+    return stats
 
 # %% ../nbs/05_index.ipynb #7f040e51
 def context_key(store:Store, path:str) -> str:
