@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse, json, os, sys
 
 # %% auto #0
-__all__ = ['SORTS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_search', 'cmd_get', 'cmd_multi_get', 'cmd_status',
-           'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve', 'cmd_mcp_config', 'cmd_ingest',
-           'cmd_source', 'build_parser', 'main']
+__all__ = ['SORTS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_watch', 'cmd_search', 'cmd_get', 'cmd_multi_get',
+           'cmd_status', 'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve', 'cmd_mcp_config',
+           'cmd_ingest', 'cmd_source', 'build_parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #c08af8be
 def _store(a):
@@ -20,7 +20,7 @@ def _store(a):
 
 def _stats_line(s) -> str:
     return (f"{s.collection}: {s.indexed} indexed, {s.updated} updated, {s.unchanged} unchanged, "
-            f"{s.removed} removed, {s.skipped} skipped")
+            f"{s.removed} removed, {s.skipped} skipped" + (f", {s.moved} renamed" if s.moved else ''))
 
 def _print_stats(stats):
     for s in stats:
@@ -69,6 +69,23 @@ def cmd_update(a):
     if a.pull:
         for name, err in index.pull_collections(st, a.collection).items(): print(f"git pull failed in {name}: {err}", file=sys.stderr)
     _print_stats(index.update(st, a.collection or None))
+
+def cmd_watch(a):
+    "watch: keep the index fresh from file-system events until Ctrl-C"
+    import signal, time
+    from qmd_nb.watch import Watcher
+    st = _store(a)
+    if not st.config.collections: print("No collections yet. Add one: qmd-nb collection add PATH --name NAME"); return 0
+    def said(stats):
+        for s in stats: print(f"{time.strftime('%H:%M:%S')} {_stats_line(s)}", flush=True)
+    w = Watcher(st, embedder=None if a.no_embed else lambda: _embedder(st, a), listeners=[said]).start()
+    def stop(sig, frame): raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        w.wait_ready(); print(f"Watching {', '.join(w.freshness().collections)} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        while True: time.sleep(3600)
+    except KeyboardInterrupt: print("Stopped watching.", file=sys.stderr) # the normal way out: the index is as fresh as the last batch
+    finally: w.stop()
 
 # %% ../nbs/90_cli.ipynb #2b98dcaa
 def cmd_search(a):
@@ -195,6 +212,8 @@ def _search_parsers(sp):
         p = _sub(sp, name, cmd_update, 'Re-index collections incrementally' + (' (alias of update)' if name == 'index' else ''))
         p.add_argument('-c', '--collection', action='append', help='only this collection (repeatable)')
         p.add_argument('--pull', action='store_true', help='git pull collections that are git checkouts first')
+    p = _sub(sp, 'watch', cmd_watch, 'Keep the index fresh: re-index files as they change (and embed them when vectors exist), until Ctrl-C')
+    p.add_argument('--no-embed', action='store_true', help='keyword index only: do not embed changed files')
     p = _sub(sp, 'search', cmd_search, 'Keyword (BM25) search: words, "exact phrases", -exclusions')
     p.add_argument('query'); p.add_argument('-n', type=_positive_int, default=10, help='number of results (default 10)')
     p.add_argument('-c', '--collection', help='only these collections (comma-separated)')
@@ -216,21 +235,21 @@ def _search_parsers(sp):
     p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
     p.add_argument('--json', action='store_true')
     _vector_parsers(sp)
-    _tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)'))
+    _watch_arg(_tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)')))
     _serve_parsers(sp)
 
 def cmd_mcp(a):
     "mcp: the MCP server over stdio"
     from qmd_nb.tools import Engine
     from qmd_nb.serve import serve
-    serve(Engine(_store(a)), 'mcp', tools=_csv_list(a.tools) or ['qmd'])
+    serve(Engine(_store(a)), 'mcp', tools=_csv_list(a.tools) or ['qmd'], watch=a.watch)
 
 def cmd_serve(a):
     "serve: MCP over stdio, REST + MCP over HTTP, or both"
     if a.transport == 'mcp': return cmd_mcp(a)
     from qmd_nb.tools import Engine
     from qmd_nb.serve import serve
-    serve(Engine(_store(a)), a.transport, a.host, a.port, _csv_list(a.allowed_origins), _csv_list(a.allowed_hosts), _csv_list(a.tools) or ['qmd'])
+    serve(Engine(_store(a)), a.transport, a.host, a.port, _csv_list(a.allowed_origins), _csv_list(a.allowed_hosts), _csv_list(a.tools) or ['qmd'], a.watch)
 
 def cmd_mcp_config(a):
     "mcp-config: ready-to-paste client configurations"
@@ -251,13 +270,17 @@ def _serve_parsers(sp):
     p.add_argument('--port', type=_port, default=18765, help='HTTP port (default 18765)')
     p.add_argument('--allowed-origins', action='append', metavar='ORIGINS', help='also accept requests from these browser Origins (comma-separated; http://host:* for any port)')
     p.add_argument('--allowed-hosts', action='append', metavar='HOSTS', help='also accept these Host headers (comma-separated; host:* for any port)')
-    _tools_arg(p)
+    _watch_arg(_tools_arg(p))
     p = _sub(sp, 'mcp-config', cmd_mcp_config, 'Print MCP configurations for Claude Desktop, Claude Code and VS Code')
     p.add_argument('--port', type=_port, default=18765, help='port for the HTTP variant (default 18765)')
 
 def _mode_args(p):
     p.add_argument('--mode', choices=('local', 'server'), default='local', help='server: ask a running qmd-nb serve (warm model)')
     p.add_argument('--server', help='server URL for --mode server (default: $QMD_NB_SERVER or http://127.0.0.1:18765)')
+
+def _watch_arg(p):
+    p.add_argument('--watch', action='store_true', help='keep the index fresh from file changes (as qmd-nb watch), telling MCP clients')
+    return p
 
 def _tools_arg(p):
     p.add_argument('--tools', action='append', metavar='PROFILES',

@@ -6,8 +6,8 @@ Docs: https://qmd-nb.github.io/qmd-nb/mcp.html.md"""
 
 # %% auto #0
 __all__ = ['DESCRIPTIONS', 'FILTER_HELP', 'LOG_LEVELS', 'DEFAULT_LOG_LEVEL', 'PROFILES', 'QMD_TOOLS', 'import_sdk',
-           'to_call_result', 'complete_path', 'wants_log', 'call_log_line', 'trim_header_values', 'profile_module',
-           'profile_tools', 'check_profiles', 'server_instructions', 'mk_mcp']
+           'to_call_result', 'complete_path', 'wants_log', 'call_log_line', 'trim_header_values', 'ChangeNotifier',
+           'profile_module', 'profile_tools', 'check_profiles', 'server_instructions', 'mk_mcp']
 
 # %% ../nbs/21_mcp.ipynb #120ba11a
 import functools, json, time, types, warnings
@@ -151,6 +151,35 @@ def trim_header_values(app):
         await app(scope, receive, send)
     return trimmed
 
+# %% ../nbs/21_mcp.ipynb #9438c9e7
+class ChangeNotifier:
+    "Tells an MCP server's connected clients that the indexed documents changed."
+    def __init__(self, srv):
+        self.srv, self.conns, self.token = srv, {}, None
+        srv._lowlevel_server.middleware.append(self._observe) # the SDK's hook on every inbound message
+
+    async def _observe(self, ctx, call_next):
+        "Remember the event loop, and each handshake connection once it is initialised (until it closes)."
+        import anyio.lowlevel
+        self.token = anyio.lowlevel.current_token()
+        if ctx.method == 'notifications/initialized':
+            conn = ctx.session._connection # the per-client connection (its `state` is where the SDK keeps per-client data too)
+            self.conns[id(conn)] = conn; conn.exit_stack.callback(self.conns.pop, id(conn), None)
+        return await call_next(ctx)
+
+    async def notify_async(self):
+        "Send the change to every client: listen streams (2026-07-28), then each handshake connection."
+        from mcp.shared.subscriptions import ResourcesListChanged
+        await self.srv._subscriptions.publish(ResourcesListChanged()) # MCPServer's subscription bus (Context.notify_resources_changed does this inside a request)
+        for conn in list(self.conns.values()): await conn.send_resource_list_changed()
+
+    def notify(self, *_):
+        "From any thread: tell the clients (a no-op before the first client or after the server stopped)."
+        if self.token is None: return
+        import anyio.from_thread
+        try: anyio.from_thread.run(self.notify_async, token=self.token)
+        except RuntimeError: self.token = None # the server's event loop has ended
+
 # %% ../nbs/21_mcp.ipynb #abd3bfdd
 @functools.cache
 def _server_class():
@@ -165,6 +194,10 @@ def _server_class():
             setup, sdk.configure_logging = sdk.configure_logging, lambda *a, **k: None
             try: super().__init__(*args, **kw)
             finally: sdk.configure_logging = setup
+            # the handshake revisions learn from `initialize` that the resource list may change (a watcher tells them when)
+            from mcp.server.lowlevel.server import NotificationOptions
+            low = self._lowlevel_server; make = low.create_initialization_options
+            low.create_initialization_options = lambda opts=None, *a, **k: make(opts or NotificationOptions(resources_changed=True), *a, **k)
 
         async def get_prompt(self, name, arguments=None, context=None):
             # the SDK raises ValueError, which the 2026-07-28 path answers as an internal error (-32603), logged with a traceback
@@ -254,7 +287,7 @@ def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0',
     QmdMCPServer = _server_class() # imports the SDK (quickly) before anything else of it is imported
     mods = {p: profile_module(p) for p in profiles if p != 'qmd'}
     srv = QmdMCPServer(name=name, version=version, instructions=server_instructions(engine, profiles))
-    _add_logging(srv)
+    _add_logging(srv); engine.listeners.append(ChangeNotifier(srv).notify)
     if 'qmd' in profiles: _qmd_tools(srv, engine)
     for m in mods.values(): m.register(srv, engine)
     return srv

@@ -102,6 +102,7 @@ class MultiGetResponse(BaseModel): results: list[Union[DocumentOut, Notice]]; co
 class CollectionOut(BaseModel): name: str; path: str; pattern: str; documents: int; last_updated: Optional[str] = None
 class StatusResponse(BaseModel):
     total_documents: int; needs_embedding: int; has_vector_index: bool; collections: list[CollectionOut]; content: str
+    freshness: Optional[dict] = Field(None, description="While `serve --watch` keeps the index fresh: what it did last and how long it took")
 
 class EmbedRequest(_Body): texts: list[str] = Field(description="Texts to embed (at most 1000)")
 class EmbedResponse(BaseModel): embeddings: list[list[float]]
@@ -246,12 +247,13 @@ def add_search_routes(app, engine:Engine):
         items = [dict(type='text', text=i.notice('qmd get')) if isinstance(i, Skipped) else doc_out(i) for i in mg.items]
         return dict(results=[dict(type='text', text=e) for e in mg.errors] + items, content=None)
 
-    @app.get('/status', response_model=StatusResponse, responses=_ERRORS, summary="Index status")
+    @app.get('/status', response_model=StatusResponse, response_model_exclude_unset=True, responses=_ERRORS, summary="Index status")
     def status_ep():
-        s = status(engine.store, current_fingerprint(engine))
+        s, f = status(engine.store, current_fingerprint(engine)), engine.watcher.freshness() if engine.watcher else None
         cols = [dict(name=c.name, path=c.path, pattern=c.pattern, documents=c.documents, last_updated=c.last_updated) for c in s.collections]
-        return dict(total_documents=s.total_documents, needs_embedding=s.needs_embedding, has_vector_index=s.has_vector_index,
-                    collections=cols, content=status_text(s))
+        out = dict(total_documents=s.total_documents, needs_embedding=s.needs_embedding, has_vector_index=s.has_vector_index,
+                   collections=cols, content=status_text(s) + (f'\n  {f.summary}' if f else ''))
+        return out | ({'freshness': {**vars(f), 'summary': f.summary}} if f else {})
 
 # %% ../nbs/22_rest.ipynb #77426f2e
 MAX_TEXTS = 1000

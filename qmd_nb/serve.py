@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult # imported where used: it brings numpy
 
 # %% auto #0
-__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'check_port', 'http_server', 'warm_in_background', 'profiles_ready', 'serve', 'qmd_exe',
-           'mcp_config', 'server_url', 'call_server', 'remote_search']
+__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'check_port', 'http_server', 'warm_in_background', 'profiles_ready', 'start_watching',
+           'serve', 'qmd_exe', 'mcp_config', 'server_url', 'call_server', 'remote_search']
 
 # %% ../nbs/23_serve.ipynb #83629449
 DEFAULT_PORT = 18765
@@ -58,6 +58,12 @@ def profiles_ready(engine, tools) -> list[str]:
     return names
 
 # %% ../nbs/23_serve.ipynb #1a904a33
+def start_watching(engine):
+    "Keep the engine's index fresh from file-system events; its MCP servers tell their clients of each change."
+    from qmd_nb.watch import Watcher
+    engine.watcher = Watcher(engine.store, embedder=lambda: engine.embedder, listeners=engine.listeners).start()
+    return engine.watcher
+
 async def _both(engine, server, tools=('qmd',)):
     "stdio MCP and the HTTP server in one event loop; either ending stops the other."
     import anyio
@@ -78,7 +84,8 @@ def serve(engine, # the engine to serve
           transport:str='mcp', # mcp (stdio), http (REST + MCP at /mcp), or both
           host:str='127.0.0.1', port:int=DEFAULT_PORT,
           allowed_origins:list[str]|None=None, allowed_hosts:list[str]|None=None,
-          tools=('qmd',) # MCP tool profiles (see `qmd_nb.mcp.PROFILES`)
+          tools=('qmd',), # MCP tool profiles (see `qmd_nb.mcp.PROFILES`)
+          watch:bool=False # keep the index fresh from file-system events (`qmd_nb.watch`), telling MCP clients of changes
          ):
     "Serve `engine` until end of input (stdio), Ctrl-C or SIGTERM."
     if transport not in TRANSPORTS: raise QmdError(f"Unknown transport {transport!r}: choose from {', '.join(TRANSPORTS)}")
@@ -86,12 +93,14 @@ def serve(engine, # the engine to serve
     tools = profiles_ready(engine, tools)
     if transport == 'mcp':
         from qmd_nb.stdio import serve_stdio
-        try: return serve_stdio(engine, tools, on_ready=lambda: warm_in_background(engine.start_loading(delay=2.0)))
+        def ready(): warm_in_background(engine.start_loading(delay=2.0)); watch and start_watching(engine)
+        try: return serve_stdio(engine, tools, on_ready=ready)
         finally: engine.close()
     check_port(host, port)
     server = http_server(engine.start_loading(delay=0.5), host, port, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts, tools=tools)
     print(f"qmd-nb: REST on http://{host}:{port}, MCP (Streamable HTTP) on http://{host}:{port}/mcp", file=sys.stderr)
     _stop_quietly(); warm_in_background(engine)
+    if watch: start_watching(engine)
     try:
         if transport == 'http': return server.run()
         import anyio

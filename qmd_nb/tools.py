@@ -33,6 +33,7 @@ class Engine:
         self.store, self._factory, self._emb, self._lock = store, embedder_factory, None, threading.Lock()
         self._ready, self._error, self._began, self._closed = threading.Event(), None, False, False
         self.stopping, self._workers = threading.Event(), [] # background work checks `stopping`; `close` joins `_workers`
+        self.watcher, self.listeners = None, [] # a `qmd_nb.watch.Watcher` keeping the index fresh; what it tells of changes (MCP servers)
 
     def _load(self):
         with self._lock:
@@ -79,6 +80,7 @@ class Engine:
         self.stopping.set()
         if self._began: self._ready.wait(timeout)
         for w in self._workers: w.join(timeout)
+        if self.watcher is not None: self.watcher.stop(timeout)
 
     @property
     def embedder(self):
@@ -187,11 +189,14 @@ def multi_get_tool(engine:Engine, pattern:str, maxLines:int|None=None, maxBytes:
     return ToolResult(head + [text_block(i.notice('qmd_get')) if isinstance(i, Skipped) else resource_block(i) for i in mg.items])
 
 # %% ../nbs/20_tools.ipynb #f86fa256
-def status_structured(s) -> dict:
-    "The contract's `StatusResult`."
-    return {'totalDocuments': s.total_documents, 'needsEmbedding': s.needs_embedding, 'hasVectorIndex': s.has_vector_index,
-            'collections': [{'name': c.name, 'path': c.path, 'pattern': c.pattern, 'documents': c.documents, 'lastUpdated': c.last_updated or ''}
-                            for c in s.collections]}
+def status_structured(s, freshness=None # a watcher's `Freshness`, when one keeps the index fresh
+                     ) -> dict:
+    "The contract's `StatusResult` (and `freshness` while a watcher runs)."
+    out = {'totalDocuments': s.total_documents, 'needsEmbedding': s.needs_embedding, 'hasVectorIndex': s.has_vector_index,
+           'collections': [{'name': c.name, 'path': c.path, 'pattern': c.pattern, 'documents': c.documents, 'lastUpdated': c.last_updated or ''}
+                           for c in s.collections]}
+    if freshness is not None: out['freshness'] = {**vars(freshness), 'summary': freshness.summary}
+    return out
 
 def current_fingerprint(engine:Engine) -> str|None:
     "The embedding fingerprint, without loading the model (None if the model settings are broken)."
@@ -204,8 +209,8 @@ def current_fingerprint(engine:Engine) -> str|None:
 @guarded
 def status_tool(engine:Engine) -> ToolResult:
     "Index status: documents, embedding backlog, vector index, collections."
-    s = status(engine.store, current_fingerprint(engine))
-    return ToolResult([text_block(status_text(s))], status_structured(s))
+    s, f = status(engine.store, current_fingerprint(engine)), engine.watcher.freshness() if engine.watcher else None
+    return ToolResult([text_block(status_text(s) + (f'\n  {f.summary}' if f else ''))], status_structured(s, f))
 
 # %% ../nbs/20_tools.ipynb #ca3e0f3b
 def read_document(engine:Engine, uri:str) -> str:

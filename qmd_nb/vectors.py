@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/vectors.html.md"""
 
 # %% ../nbs/10_vectors.ipynb #a2ade385
 from __future__ import annotations
-import hashlib, os, time
+import hashlib, os, threading, time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -57,20 +57,24 @@ def space_name(fingerprint:str) -> str:
     return 'qmdnb-' + hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
 
 # %% ../nbs/10_vectors.ipynb #8a47f44e
+def _opening(store:Store) -> threading.RLock: return store.cache.setdefault('vectors-opening', threading.RLock()) # setdefault: atomic
+
 class VectorStore:
     "The chunk vectors of one embedding fingerprint."
     def __new__(cls, store:Store, fingerprint:str, env:dict|None=None):
         key = ('vstore', fingerprint, chroma_url(store, env)) # one per store: the Chroma handle is reused
-        if key not in store.cache: store.cache[key] = super().__new__(cls)
-        return store.cache[key]
+        with _opening(store):
+            if key not in store.cache: store.cache[key] = super().__new__(cls)
+            return store.cache[key]
 
     def __init__(self, store:Store, fingerprint:str, env:dict|None=None):
-        if getattr(self, 'col', None) is not None: return
-        self.store, self.fingerprint = store, fingerprint
-        key = ('chroma', chroma_url(store, env))
-        if key not in store.cache: store.cache[key] = chroma_client(store, env)
-        self.col = store.cache[key].get_or_create_collection(space_name(fingerprint), embedding_function=None,
-                        configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': fingerprint[:500]})
+        with _opening(store): # a search and a watcher's embedding may open it at once: Chroma's client set-up is not thread-safe
+            if getattr(self, 'col', None) is not None: return
+            self.store, self.fingerprint = store, fingerprint
+            key = ('chroma', chroma_url(store, env))
+            if key not in store.cache: store.cache[key] = chroma_client(store, env)
+            self.col = store.cache[key].get_or_create_collection(space_name(fingerprint), embedding_function=None,
+                            configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': fingerprint[:500]})
 
     def add(self, hash:str, chunks:list[Chunk], vectors:np.ndarray):
         "Store the vectors of one content's chunks."
