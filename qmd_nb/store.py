@@ -227,13 +227,12 @@ def drop_orphans(store:Store, hashes:list[str]|None=None # only these contents (
                ) -> int:
     "Delete content no document refers to (and its cached conversion); returns how many contents went."
     with store.tx() as db:
-        if hashes is None: n = db.execute("DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)").rowcount
-        else: n = sum(db.execute("DELETE FROM content WHERE hash=? AND NOT EXISTS (SELECT 1 FROM documents WHERE hash=?)", (h, h)).rowcount
-                      for h in set(hashes))
-        if n and hashes is None: db.execute("DELETE FROM conversions WHERE error IS NULL AND hash NOT IN (SELECT hash FROM content)")
-        elif n: db.executemany("DELETE FROM conversions WHERE hash=? AND error IS NULL AND NOT EXISTS (SELECT 1 FROM content WHERE hash=?)",
-                               [(h, h) for h in set(hashes)])
-        return n
+        if hashes is None: # the keys alone, from the two indexes: no body is read (a scan of `content` reads them all)
+            hashes = [h for h, in db.execute("SELECT hash FROM content WHERE hash NOT IN (SELECT hash FROM documents)")]
+        gone = [h for h in set(hashes) if db.execute("DELETE FROM content WHERE hash=? AND NOT EXISTS (SELECT 1 FROM documents WHERE hash=?)", (h, h)).rowcount]
+        db.executemany("DELETE FROM conversions WHERE hash=? AND error IS NULL", [(h,) for h in gone])
+        return len(gone)
+
 
 # %% ../nbs/03_store.ipynb #48b19557
 class Known(NamedTuple):
