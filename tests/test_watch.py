@@ -101,3 +101,34 @@ def test_stdio_mcp_watch(qmd, tmp_path):
             return heard, (await c.call_tool('search', {'query': 'wombats'})).structured_content['results']
     heard, res = asyncio.run(run())
     assert 'notifications/resources/list_changed' in heard and res[0]['file'] == 'notes/b.md'
+
+def test_incremental_equals_fresh(tmp_path):
+    """Any sequence of saves, renames, deletions and folder moves, brought in by `update_paths` and `update`, leaves the
+    catalog and the keyword ranking a fresh index of the same folder would have (real files from tldr-pages)."""
+    import random, shutil
+    from conftest import DATA
+    from qmd_nb.store import Store
+    from qmd_nb.index import add_collection, update, update_paths
+    from qmd_nb.search import search
+    src = sorted((DATA/'tldr-pages'/'common').glob('*.md'))[:300]
+    root = tmp_path/'notes'; root.mkdir()
+    for p in src[:200]: shutil.copy(p, root/p.name)
+    st = Store(env={'QMD_NB_HOME': str(tmp_path/'inc')}); add_collection(st, root, name='n', progress=False)
+    rnd, spare = random.Random(15), list(src[200:])
+    for step in range(40):
+        files = sorted(root.rglob('*.md')); f = rnd.choice(files); op = rnd.choice(['edit', 'new', 'rename', 'delete', 'move', 'touch'])
+        changed = [f]
+        if op == 'edit': f.write_text(f.read_text() + f'\n- edited in step {step}\n')
+        elif op == 'new': g = spare.pop(); shutil.copy(g, root/g.name); changed = [root/g.name]
+        elif op == 'rename': g = f.with_name(f'renamed-{step}.md'); os.rename(f, g); changed = [f, g]
+        elif op == 'delete': f.unlink()
+        elif op == 'move': d = root/f'folder{step % 3}'; d.mkdir(exist_ok=True); os.rename(f, d/f.name); changed = [f, d]
+        else: os.utime(f)
+        if step % 10 == 9: update(st) # now and then a full update, as a user would run
+        else: update_paths(st, 'n', [str(p) for p in changed])
+    fresh = Store(env={'QMD_NB_HOME': str(tmp_path/'fresh')}); add_collection(fresh, root, name='n', progress=False)
+    cat = lambda s: sorted(s.q("SELECT d.path, d.hash, d.title, c.terms FROM documents d JOIN content c ON c.hash = d.hash"))
+    assert cat(st) == cat(fresh) and len(cat(st)) > 150
+    assert st.q("SELECT COUNT(*) FROM content")[0][0] == fresh.q("SELECT COUNT(*) FROM content")[0][0] # no orphans left
+    for q in ('archive files', 'list directory contents', 'network interface', 'git commit', 'compress'):
+        assert [(r.file, round(r.score, 6)) for r in search(st, q, 10)] == [(r.file, round(r.score, 6)) for r in search(fresh, q, 10)], q
