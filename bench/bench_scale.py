@@ -132,12 +132,12 @@ def get(url, path) -> dict:
     import urllib.request
     with urllib.request.urlopen(url + path, timeout=60) as r: return json.loads(r.read())
 
-def until(cond, timeout=600, every=0.02):
+def until(cond, timeout=600, every=0.02, what='the condition'):
     t = time.time()
     while time.time() - t < timeout:
         if cond(): return time.time()
         time.sleep(every)
-    raise SystemExit(f"gave up after {timeout} s")
+    raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
 
 def watch_figures(folder:Path, env:dict, saves:int) -> dict:
     "Median seconds from writing a file to keyword / vector search finding it, through `qmd-nb serve --watch`."
@@ -147,21 +147,26 @@ def watch_figures(folder:Path, env:dict, saves:int) -> dict:
     sample = [p_ for p_ in sorted(folder.rglob('*.md')) if 2000 < p_.stat().st_size < 8000][:saves]
     kw, vec = [], []
     try:
-        until(lambda: _ok(lambda: get(url, '/health')['model_loaded']), 300)
-        until(lambda: _ok(lambda: get(url, '/status')['freshness']['batches'] >= 1), 600) # armed and caught up
+        until(lambda: _ok(lambda: get(url, '/health')['model_loaded']), 300, what='the model to load')
+        until(lambda: _ok(lambda: get(url, '/status')['freshness']['batches'] >= 1), 600, what='the watcher to catch up') # armed and caught up
         drop.mkdir()
         for i, src in enumerate(sample):
             word = f'quixotic{i}zebra{os.getpid()}'
             body = src.read_text(encoding='utf-8') + f'\n\nA {word} was seen here.\n'
             vq = ' '.join(body.split()[-60:]) # the end of the file: its last chunk
             t0 = time.time(); (drop/f'save-{i}.md').write_text(body, encoding='utf-8')
-            kw.append(until(lambda: _ok(lambda: post(url, '/search', {'query': word, 'limit': 1})['results'])) - t0)
-            vec.append(until(lambda: _ok(lambda: any(r['file'].endswith(f'save-{i}.md') for r in post(url, '/vsearch', {'query': vq, 'limit': 10, 'min_score': 0})['results']))) - t0)
+            kw.append(until(lambda: _ok(lambda: post(url, '/search', {'query': word, 'limit': 1})['results']), what=f'save {i} in keyword search') - t0)
+            vec.append(until(lambda: _ok(lambda: any(r['file'].endswith(f'save-{i}.md') for r in post(url, '/vsearch', {'query': vq, 'limit': 10, 'min_score': 0})['results'])),
+                             what=f'save {i} in vector search') - t0)
             print(f"  save {i}: keyword {kw[-1]:.2f} s, vector {vec[-1]:.2f} s", file=sys.stderr, flush=True)
         fresh = get(url, '/status').get('freshness')
+    except TimeoutError as e:
+        print(f"  {e}; status: {_ok(lambda: get(url, '/status').get('freshness'))}", file=sys.stderr); fresh = None
     finally:
-        p.send_signal(signal.SIGTERM); p.communicate(timeout=120); shutil.rmtree(drop, ignore_errors=True)
-    return dict(watch_keyword_s=med(kw), watch_vector_s=med(vec), watch_saves=len(kw), watch_status=fresh['summary'] if fresh else None)
+        p.send_signal(signal.SIGTERM); err = p.communicate(timeout=120)[1].decode(); shutil.rmtree(drop, ignore_errors=True)
+        if fresh is None: print('  server said: ' + err[-2000:], file=sys.stderr)
+    if not kw: return {}
+    return dict(watch_keyword_s=med(kw), watch_vector_s=med(vec[:len(kw)] or [float('nan')]), watch_saves=len(kw), watch_status=fresh['summary'] if fresh else None)
 
 def _ok(fn):
     try: return fn()

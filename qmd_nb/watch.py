@@ -115,7 +115,7 @@ class Watcher:
                                      stop_event=self.stopping, rust_timeout=1000, yield_on_timeout=True, raise_interrupt=False):
                     if first: # the watch is armed now: catch up with what changed while nobody watched
                         first = False
-                        if self.catch_up: self._batch(lambda: update(self.store, sorted(roots), progress=False), time.time())
+                        if self.catch_up: self._batch(lambda: update(self.store, sorted(roots), progress=False), time.time(), sorted(roots))
                         self._ready.set()
                     if changes: self._apply(changes, roots)
                     if watched_roots(self.store) != roots: break # collections were added or removed
@@ -128,23 +128,22 @@ class Watcher:
         t, routed = time.time(), route({p for _, p in changes}, roots)
         if not routed: return
         self._set(pending=sum(map(len, routed.values())), last_change=now_iso())
-        self._batch(lambda: [update_paths(self.store, name, paths) for name, paths in routed.items()], t)
+        self._batch(lambda: [update_paths(self.store, name, paths) for name, paths in routed.items()], t, list(routed))
 
-    def _batch(self, work:Callable, t:float):
-        "Run one batch of index work; record it, tell the listeners, and wake the embedder."
+    def _batch(self, work:Callable, t:float, names:list):
+        "Run one batch of index work on collections `names`; record it, tell the listeners, and wake the embedder."
         try: stats = work()
         except (QmdError, OSError) as e: self._set(error=f"{type(e).__name__}: {e}", pending=0); return
         changed = [s for s in stats if s.changed]
         f = self.freshness()
         self._set(pending=0, batches=f.batches + 1, changed=f.changed + sum(s.indexed + s.updated + s.moved + s.removed for s in changed),
                   last_indexed=now_iso(), keyword_seconds=round(time.time() - t, 3))
-        if not changed: return
-        for fn in list(self.listeners): fn(changed)
-        with self._lock: self._to_embed |= {s.collection for s in changed}; self._embed_since = self._embed_since or t
+        for fn in list(self.listeners) if changed else []: fn(changed)
+        with self._lock: self._to_embed |= set(names); self._embed_since = self._embed_since or t # what another process indexed too
         self._wake.set()
 
     def _embed_loop(self):
-        "Embed the changed collections' new contents, batch after batch, while the index has vectors for the model."
+        "Embed what the batches' collections lack (changed contents, or what another process indexed), while the index has vectors for the model."
         if self.embedder is None: return
         from qmd_nb.vectors import embed, has_vectors # numpy, Chroma: only for a watcher that embeds
         try: # load the model now rather than at the first save, when there are vectors to keep current
