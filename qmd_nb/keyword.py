@@ -113,6 +113,7 @@ def _corpus(store:Store, p:BM25Params, an:Analyzer):
 
 def build_keyword_index(store:Store, p:BM25Params|None=None) -> Path:
     "Build the keyword index of the whole catalog and make it current; returns its folder."
+    store = store.root # a view limited to some collections still builds (and shares) the whole index
     with store.writing(): return _build(store, p or BM25Params.from_settings(store.config.settings))
 
 def _build(store, p):
@@ -176,6 +177,7 @@ def _load_current(root:Path) -> KeywordIndex|None:
 
 def keyword_index(store:Store, rebuild_stale:bool=True) -> KeywordIndex:
     "The store's current keyword index, rebuilt first when it is missing, stale or built with other parameters."
+    store = store.root # one index over every collection: a view (`StoreView`) filters it by its collections
     p, gen = BM25Params.from_settings(store.config.settings), generation(store)
     cur = store.cache.get('keyword')
     if cur is not None and cur.generation == gen and cur.params == p: return cur

@@ -154,8 +154,9 @@ def trim_header_values(app):
 # %% ../nbs/21_mcp.ipynb #9438c9e7
 class ChangeNotifier:
     "Tells an MCP server's connected clients that the indexed documents changed."
-    def __init__(self, srv):
-        self.srv, self.conns, self.token = srv, {}, None
+    def __init__(self, srv, store=None # the store (or a client's view of it) whose collections this server shows
+                ):
+        self.srv, self.store, self.conns, self.token = srv, store, {}, None
         srv._lowlevel_server.middleware.append(self._observe) # the SDK's hook on every inbound message
 
     async def _observe(self, ctx, call_next):
@@ -173,9 +174,11 @@ class ChangeNotifier:
         await self.srv._subscriptions.publish(ResourcesListChanged()) # MCPServer's subscription bus (Context.notify_resources_changed does this inside a request)
         for conn in list(self.conns.values()): await conn.send_resource_list_changed()
 
-    def notify(self, *_):
-        "From any thread: tell the clients (a no-op before the first client or after the server stopped)."
+    def notify(self, stats=() # the batch's `UpdateStats` (empty: changes anywhere)
+              ):
+        "From any thread: tell the clients, if the change is in collections they see (a no-op before the first client or after the server stopped)."
         if self.token is None: return
+        if stats and self.store is not None and not {s.collection for s in stats} & set(self.store.config.collections): return
         import anyio.from_thread
         try: anyio.from_thread.run(self.notify_async, token=self.token)
         except RuntimeError: self.token = None # the server's event loop has ended
@@ -287,7 +290,7 @@ def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0',
     QmdMCPServer = _server_class() # imports the SDK (quickly) before anything else of it is imported
     mods = {p: profile_module(p) for p in profiles if p != 'qmd'}
     srv = QmdMCPServer(name=name, version=version, instructions=server_instructions(engine, profiles))
-    _add_logging(srv); engine.listeners.append(ChangeNotifier(srv).notify)
+    _add_logging(srv); engine.listeners.append(ChangeNotifier(srv, engine.store).notify)
     if 'qmd' in profiles: _qmd_tools(srv, engine)
     for m in mods.values(): m.register(srv, engine)
     return srv

@@ -66,8 +66,10 @@ def check_search_args(query, limit, min_score) -> tuple[str, int, float]:
     return query.strip(), limit, float(min_score)
 
 def collection_names(store:Store, collection) -> list[str]|None:
-    "Names from a collection filter (a name, comma-separated names, or a list), each checked to exist."
-    if collection is None or collection == '' or collection == []: return None
+    "Names from a collection filter (a name, comma-separated names, or a list), each checked to exist; a view's collections when none is given."
+    if collection is None or collection == '' or collection == []:
+        if store.allowed is None: return None
+        return sorted(n for n in store.allowed if n in store.config.collections) or sorted(store.allowed) # none exists: names that match nothing
     names = collection.split(',') if isinstance(collection, str) else list(collection)
     names = [n.strip() for n in names if isinstance(n, str) and n.strip()]
     for n in names: get_collection(store, n)

@@ -51,7 +51,10 @@ def test_serve_watch_keyword_vectors_and_mcp(qmd, tmp_path):
             from mcp import Client
             heard = []
             async def on_message(m): heard.append(getattr(getattr(m, 'root', m), 'method', None))
-            async with Client(s.url + '/mcp', mode='legacy', message_handler=on_message) as legacy, Client(s.url + '/mcp') as modern:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+            http = lambda: streamable_http_client(s.url + '/mcp', http_client=create_mcp_http_client(headers={'Authorization': f'Bearer {s.token}'}))
+            async with Client(http(), mode='legacy', message_handler=on_message) as legacy, Client(http()) as modern:
                 assert legacy.server_capabilities.resources.list_changed
                 await legacy.list_tools()
                 async with modern.listen(resources_list_changed=True) as sub:
