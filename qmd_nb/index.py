@@ -201,6 +201,7 @@ class ScanPlan:
     gone: dict = field(default_factory=dict) # rel -> Known: documents whose file is not there any more
 
 def _ext(p:str) -> str: return os.path.splitext(p)[1].lower()
+def _stat_row(st) -> tuple: return st.st_size, st.st_mtime, st.st_mtime_ns, st.st_ino # what the catalog records of a file's stat
 
 def plan_scan(files:list, # (rel, full path, stat) of the files found
               known:dict, # rel -> Known: the catalog's documents over the same ground
@@ -218,7 +219,7 @@ def plan_scan(files:list, # (rel, full path, stat) of the files found
             p.unchanged += 1 # `stat_unchanged`, spelt out: this runs for every file of every update
         elif k is not None and stat_unchanged(k, st, since_ns):
             p.unchanged += 1
-            if k.mtime_ns is None: p.touch.append((st.st_size, st.st_mtime, st.st_mtime_ns, st.st_ino, k.id)) # fill in the new columns
+            if k.mtime_ns is None: p.touch.append((*_stat_row(st), k.id)) # fill in the new columns
         elif k is None and (old := by_stat.get((st.st_ino, st.st_size, st.st_mtime_ns))) and _ext(old) == _ext(rel) and not racy(st, since_ns):
             p.moves.append((old, rel, st)); del by_stat[(st.st_ino, st.st_size, st.st_mtime_ns)]; del p.gone[old]
         else: p.read.append((rel, full, st, k))
@@ -231,19 +232,9 @@ def _moved_title(store, k:DocRow, new:str) -> str:
     text, start = doc_body(store, k.hash)
     return doc_title(k.meta, text.split('\n', start + 200)[start:start + 200], new)
 
-def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, an:Analyzer|None=None, progress:bool|None=None,
-          batch:int=500, convert_batch:int=64) -> tuple[UpdateStats, list]:
-    "Bring the catalog's `known` documents in line with `files` (found on disk over the same ground); the stats, and the contents that may have lost their last document."
-    an, stats, lib = an or Analyzer(), UpdateStats(c.name), library_files(store, c.name)
-    p = plan_scan(files, known, since_ns, renames=not lib)
-    stats.unchanged = p.unchanged
-    touch, stat_of = p.touch, {rel: st for rel, _, st, _ in p.read}
-    gone_rows = {d.path: d for d in docs_by_ids(store, [k.id for k in p.gone.values()] + [known[o].id for o, _, _ in p.moves])}
-    moves = [(new, _moved_title(store, gone_rows[old], new), st.st_size, st.st_mtime, st.st_mtime_ns, st.st_ino, known[old].id)
-             for old, new, st in p.moves]
-    old_hash = doc_hashes(store, [k.id for *_, k in p.read if k is not None])
-    by_hash = {d.hash: d for rel, d in gone_rows.items() if rel in p.gone} if p.read and not lib else {}
-    docs, pend = [], []
+def _read_changed(store, c, p:ScanPlan, old_hash:dict, by_hash:dict, moves:list, stats, an, lib, progress, batch, convert_batch):
+    "Read the plan's files: write the new and changed ones in batches, and add renames found by content hash to `moves`."
+    docs, pend, stat_of = [], [], {rel: st for rel, _, st, _ in p.read}
     def stamp(ds): # the stat each document was read with: what the next update compares
         for d in ds: st = stat_of[d.path]; d.inode, d.mtime_ns = st.st_ino, st.st_mtime_ns
         return ds
@@ -256,20 +247,32 @@ def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, 
             bar.update(1)
             d = _read(full, rel, old_hash.get(k.id) if k else None, st, c, an, stats, lib)
             if d is None: stats.skipped += 1; continue
-            if d == 'same': touch.append((st.st_size, st.st_mtime, st.st_mtime_ns, st.st_ino, k.id)); stats.unchanged += 1; continue
+            if d == 'same': p.touch.append((*_stat_row(st), k.id)); stats.unchanged += 1; continue
             if isinstance(d, _Pending):
                 pend.append(d)
                 if len(pend) >= convert_batch or sum(len(x.data) for x in pend) > 2**26: flush(cv)
                 continue
             if k is None and (g := by_hash.pop(d.hash, None)) and g.path in p.gone and _ext(g.path) == _ext(rel): # renamed (and touched)
-                moves.append((rel, d.title, st.st_size, st.st_mtime, st.st_mtime_ns, st.st_ino, g.id)); del p.gone[g.path]; continue
+                moves.append((rel, d.title, *_stat_row(st), g.id)); del p.gone[g.path]; continue
             docs.append(d)
             if k: stats.updated += 1
             else: stats.indexed += 1
             if len(docs) >= batch: put_docs(store, stamp(docs)); docs = []
         flush(cv)
+
+def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, an:Analyzer|None=None, progress:bool|None=None,
+          batch:int=500, convert_batch:int=64) -> tuple[UpdateStats, list]:
+    "Bring the catalog's `known` documents in line with `files` (found on disk over the same ground); the stats, and the contents that may have lost their last document."
+    an, stats, lib = an or Analyzer(), UpdateStats(c.name), library_files(store, c.name)
+    p = plan_scan(files, known, since_ns, renames=not lib)
+    stats.unchanged = p.unchanged
+    gone_rows = {d.path: d for d in docs_by_ids(store, [k.id for k in p.gone.values()] + [known[o].id for o, _, _ in p.moves])}
+    moves = [(new, _moved_title(store, gone_rows[old], new), *_stat_row(st), known[old].id) for old, new, st in p.moves]
+    old_hash = doc_hashes(store, [k.id for *_, k in p.read if k is not None])
+    by_hash = {d.hash: d for rel, d in gone_rows.items() if rel in p.gone} if p.read and not lib else {}
+    _read_changed(store, c, p, old_hash, by_hash, moves, stats, an, lib, progress, batch, convert_batch)
     remove_docs(store, [k.id for rel, k in p.gone.items()]) # first: a file renamed onto a vanished one's path
-    move_docs(store, moves); touch_docs(store, touch)
+    move_docs(store, moves); touch_docs(store, p.touch)
     failed = [k.id for rel, k in known.items() if rel in stats.problems and rel not in p.gone] # a file that no longer converts loses its old document
     remove_docs(store, failed)
     stats.removed, stats.moved = len(p.gone) + len(failed), len(moves)
