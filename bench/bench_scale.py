@@ -5,7 +5,8 @@ Usage:
   python bench/bench_scale.py --corpus /tmp/qmdnb-corpus [--sizes 10k,14k,30k,100k] [--saves 10] [--no-watch]
          [--vectors-only] [--chroma-url auto|http://HOST:PORT]
 
-Sizes: 14k is ../shared/data/winserver-ps itself; 10k, 30k and 100k are make_corpus.py's folders. For each size, in a
+Sizes: 14k is a copy of ../shared/data/winserver-ps (made once as CORPUS/ws14k: the bench edits files, and the shared data
+must stay as it is); 10k, 30k and 100k are make_corpus.py's folders. For each size, in a
 fresh QMD_NB_HOME (under --home): first index (`qmd-nb collection add`), `update` with nothing changed (median of 7
 processes) and with one file changed (median of 5), a `qmd-nb search` process start to exit (median of 7, and its
 peak RSS), in-process keyword `search` p50 over the corpus's queries, and, with --saves N, the watcher: a
@@ -15,7 +16,10 @@ model would chunk it, so the store has its real size and the watcher embeds each
 Then vsearch p50 on make_corpus.py's 1M-chunk set: in-process with the embedded Chroma store, and with --chroma-url
 against a Chroma server (`auto` starts `chroma run` on loopback over the same files), unfiltered and restricted to a
 collection holding 10% and 90% of the chunks; the query embedding is included, as a user waits for it.
-Prints a table with the goals and writes bench/scale_results.json (the notebook nbs/31_lab plots it).
+Prints a table with the goals and writes bench/scale_results.json (the notebook nbs/12b_scale plots it).
+--phases picks what to measure (process,keyword,breakdown,watch; default all) and --keep-home reuses each size's index
+(and its vectors) from the last run: e.g. `--phases watch,breakdown --keep-home` re-measures the watcher in minutes.
+The package is byte-compiled first, as an installed one is (a process run from source compiles every module it imports).
 """
 import argparse, json, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -38,7 +42,13 @@ def timed(args, env) -> tuple[float, float]:
     return wall, ru.ru_maxrss / 1024
 
 def folder_of(size:str, corpus:Path) -> Path:
-    return DATA/'winserver-ps' if size == '14k' else corpus/f'c{size}'
+    "The folder of a size; 14k is a private copy of winserver-ps (the bench writes into the folder it measures)."
+    if size != '14k': return corpus/f'c{size}'
+    copy = corpus/'ws14k'
+    if not (copy/'docset').is_dir():
+        shutil.rmtree(copy, ignore_errors=True); shutil.copytree(DATA/'winserver-ps'/'docset', copy/'docset')
+        for p in copy.rglob('*'): p.chmod(0o755 if p.is_dir() else 0o644) # the shared data is read-only
+    return copy
 
 def queries_of(folder:Path) -> list[str]:
     "Latency queries: make_corpus.py's descriptions, or winserver-ps's known-item sentences."
@@ -222,27 +232,43 @@ def main():
     ap.add_argument('--home', type=Path, default=Path(tempfile.gettempdir())/'qmdnb-bench-scale'); ap.add_argument('--saves', type=int, default=10)
     ap.add_argument('--no-watch', action='store_true'); ap.add_argument('--vectors-only', action='store_true'); ap.add_argument('--no-vectors', action='store_true')
     ap.add_argument('--chroma-url', help="a Chroma server for the 1M-chunk vsearch ('auto': start `chroma run` on loopback)")
+    ap.add_argument('--phases', default='process,keyword,breakdown,watch'); ap.add_argument('--keep-home', action='store_true')
     ap.add_argument('--out', type=Path, default=ROOT/'bench'/'scale_results.json')
-    a = ap.parse_args()
+    a = ap.parse_args(); phases = set(a.phases.split(','))
+    subprocess.run([sys.executable, '-m', 'compileall', '-q', str(ROOT/'qmd_nb')], check=True)
     results = json.loads(a.out.read_text()) if a.out.exists() else {}
     results['machine'] = dict(cores=os.cpu_count(), load=os.getloadavg()[0], at=time.strftime('%Y-%m-%d %H:%M'))
     for size in ([] if a.vectors_only else a.sizes.split(',')):
-        folder = folder_of(size, a.corpus); home = a.home/size; shutil.rmtree(home, ignore_errors=True)
+        folder = folder_of(size, a.corpus); home = a.home/size
+        fresh = 'process' in phases or not a.keep_home or not (home/'config').exists() # the first index is timed from nothing
+        if fresh: shutil.rmtree(home, ignore_errors=True)
         env = {**os.environ, 'QMD_NB_HOME': str(home)}; env.pop('QMD_NB_CHROMA_URL', None)
         qs = queries_of(folder if size != '14k' else DATA/'winserver-ps')
         print(f"{size}: {folder}", file=sys.stderr, flush=True)
-        r = process_figures(folder, env, qs[0])
+        r = dict(results.get('sizes', {}).get(size, {})) # figures of phases not measured this time stay
+        if 'process' in phases: r.update(process_figures(folder, env, qs[0]))
+        elif fresh: timed(['collection', 'add', str(folder), '--name', 'c'], env)
+        else: timed(['update'], env)
         r['documents'] = int(json.loads(timed_out(['status', '--json'], env))['total_documents'])
-        r['keyword_p50_ms'] = keyword_p50(env, qs)
-        r['update_breakdown'] = update_breakdown(env)
-        if not a.no_watch and a.saves:
+        if 'keyword' in phases: r['keyword_p50_ms'] = keyword_p50(env, qs)
+        if 'breakdown' in phases: r['update_breakdown'] = update_breakdown(env)
+        if 'watch' in phases and not a.no_watch and a.saves:
             synthetic_vectors(env); r.update(watch_figures(folder, env, a.saves))
+        stamp = dict(at=time.strftime('%Y-%m-%d %H:%M'), load=round(os.getloadavg()[0], 1), commit=_commit())
+        r['measured'] = {**r.get('measured', {}), **{ph: stamp for ph in phases}}
         results.setdefault('sizes', {})[size] = r
         a.out.write_text(json.dumps(results, indent=1))
         print(f"  {json.dumps(r)}", file=sys.stderr, flush=True)
     if not a.no_vectors:
-        results['vectors_1m'] = vsearch_figures(a.corpus, a.chroma_url); a.out.write_text(json.dumps(results, indent=1))
+        results['vectors_1m'] = vsearch_figures(a.corpus, a.chroma_url)
+        results['vectors_1m_measured'] = dict(at=time.strftime('%Y-%m-%d %H:%M'), load=round(os.getloadavg()[0], 1), commit=_commit())
+        a.out.write_text(json.dumps(results, indent=1))
     report(results)
+
+def _commit() -> str:
+    "The commit measured (+ when the tree has changes)."
+    out = lambda *a: subprocess.run(['git', '-C', str(ROOT), *a], capture_output=True, text=True).stdout.strip()
+    return out('rev-parse', '--short', 'HEAD') + ('+' if out('status', '--porcelain', '--untracked-files=no') else '')
 
 def timed_out(args, env) -> str:
     return subprocess.run([QMD, *args], env=env, capture_output=True, text=True, check=True).stdout

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib, json, os, re, stat, sys, time
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from operator import attrgetter
 from pathlib import Path, PurePosixPath
 from .config import Collection, DEFAULT_MASK, check_name, norm_context_path, UsageError, NotFound
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
@@ -19,10 +20,10 @@ from .store import (Store, NewDoc, DocRow, Known, put_docs, touch_docs, move_doc
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS
 
 # %% auto #0
-__all__ = ['RACY_NS', 'glob_re', 'mask_match', 'discover', 'doc_meta', 'prepare_doc', 'UpdateStats', 'set_total', 'progress_bar',
-           'stat_unchanged', 'racy', 'ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword', 'update',
-           'add_collection', 'remove_collection', 'rename_collection', 'update_paths', 'context_key', 'add_context',
-           'remove_context', 'git_pull', 'pull_collections']
+__all__ = ['RACY_NS', 'glob_re', 'masks_re', 'mask_match', 'discover', 'doc_meta', 'prepare_doc', 'UpdateStats', 'set_total',
+           'progress_bar', 'stat_unchanged', 'racy', 'ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword',
+           'update', 'add_collection', 'remove_collection', 'rename_collection', 'update_paths', 'context_key',
+           'add_context', 'remove_context', 'git_pull', 'pull_collections']
 
 # %% ../nbs/05_index.ipynb #e6cdbd5a
 @lru_cache(maxsize=64)
@@ -47,31 +48,41 @@ def glob_re(mask:str) -> re.Pattern:
         i += 1
     return re.compile(''.join(out) + r'\Z')
 
+@lru_cache(maxsize=64)
+def masks_re(masks:tuple) -> re.Pattern:
+    "One regex for several masks (a scan matches every file against it)."
+    return re.compile('|'.join(f'(?:{glob_re(m).pattern})' for m in masks))
+
 def mask_match(masks:list[str], rel:str) -> bool:
     "Whether a relative path matches any of the masks."
-    return any(glob_re(m).match(rel) for m in masks)
+    return masks_re(tuple(masks)).match(rel) is not None
 
 # %% ../nbs/05_index.ipynb #6a9d8aae
+_name = attrgetter('name')
+
 def discover(root:str|Path, # collection folder
              masks:list[str] # masks a relative path must match
             ):
     "Yield (relative path, absolute path, stat) of every file of the collection."
-    root = Path(root); real_root = os.path.realpath(root)
+    real_root = os.path.realpath(root); match = masks_re(tuple(masks)).match
     inside = lambda p: p == real_root or p.startswith(real_root + os.sep)
-    seen, stack = {real_root}, [(str(root), '')]
+    seen, stack = {real_root}, [(str(root), real_root, '')] # (folder, its real path, its relative path)
     while stack:
-        folder, rel = stack.pop()
-        try: entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        folder, real, rel = stack.pop()
+        try:
+            with os.scandir(folder) as it: entries = sorted(it, key=_name)
         except OSError: continue
         for e in entries:
-            if e.name.startswith('.') or e.name == 'node_modules': continue
-            r = f'{rel}{e.name}'
+            name = e.name
+            if name[0] == '.' or name == 'node_modules': continue
+            r = rel + name
             try:
-                if e.is_symlink() and not inside(os.path.realpath(e.path)): continue
+                link = e.is_symlink() # only links need `realpath` (a `stat` of every part of the path)
+                if link and not inside(target := os.path.realpath(e.path)): continue
                 if e.is_dir():
-                    real = os.path.realpath(e.path)
-                    if real not in seen: seen.add(real); stack.append((e.path, r + '/'))
-                elif e.is_file() and mask_match(masks, r): yield r, e.path, e.stat()
+                    sub = target if link else real + os.sep + name
+                    if sub not in seen: seen.add(sub); stack.append((e.path, sub, r + '/'))
+                elif e.is_file() and match(r): yield r, e.path, e.stat() # the stat: one system call per file, most of a scan's cost
             except OSError: continue
 
 # %% ../nbs/05_index.ipynb #eba5d426
