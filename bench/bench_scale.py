@@ -245,7 +245,7 @@ def main():
         env = {**os.environ, 'QMD_NB_HOME': str(home)}; env.pop('QMD_NB_CHROMA_URL', None)
         qs = queries_of(folder if size != '14k' else DATA/'winserver-ps')
         print(f"{size}: {folder}", file=sys.stderr, flush=True)
-        r = dict(results.get('sizes', {}).get(size, {})) # figures of phases not measured this time stay
+        r = {} if 'process' in phases else dict(results.get('sizes', {}).get(size, {})) # a partial run keeps the other figures
         if 'process' in phases: r.update(process_figures(folder, env, qs[0]))
         elif fresh: timed(['collection', 'add', str(folder), '--name', 'c'], env)
         else: timed(['update'], env)
