@@ -105,6 +105,7 @@ class Watcher:
     def _watch_loop(self):
         "Watch the collections' folders until stopped, re-arming when the set of collections changes."
         from watchfiles import watch
+        import qmd_nb.keyword # numpy and the index code: now, rather than in the first save's batch
         while not self.stopping.is_set():
             roots = watched_roots(self.store)
             self._set(watching=bool(roots), collections=sorted(roots))
@@ -145,10 +146,11 @@ class Watcher:
     def _embed_loop(self):
         "Embed what the batches' collections lack (changed contents, or what another process indexed), while the index has vectors for the model."
         if self.embedder is None: return
-        from qmd_nb.vectors import embed, has_vectors # numpy, Chroma: only for a watcher that embeds
+        from qmd_nb.vectors import embed, has_vectors, VectorStore # numpy, Chroma: only for a watcher that embeds
         try: # load the model now rather than at the first save, when there are vectors to keep current
             emb = self.embedder()
-            if has_vectors(self.store, emb.fingerprint): emb.embed_query('warm up'); self._set(vectors='current')
+            if has_vectors(self.store, emb.fingerprint): # and open the vector store (importing Chroma takes seconds): not under the write lock of the first batch
+                emb.embed_query('warm up'); VectorStore(self.store, emb.fingerprint); self._set(vectors='current')
         except (QmdError, OSError, RuntimeError) as e: self._set(vectors=f"error: {e}")
         while not self.stopping.is_set():
             if not self._wake.wait(1): continue
