@@ -204,15 +204,25 @@ for name, coll in (('unfiltered', None), ('10% collection', 'small'), ('90% coll
     lat = []
     for q in qs[10:110]: t = time.perf_counter(); vsearch(st, emb, q + ' ' + name, 10, coll, 0.0); lat.append((time.perf_counter() - t) * 1000)
     out[name] = dict(p50=statistics.median(lat), p95=sorted(lat)[int(0.95 * len(lat))], first=first)
-print(json.dumps(out))
+import resource
+print(json.dumps(dict(lat=out, peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
 """
 
-def vsearch_figures(corpus:Path, chroma_url:str|None) -> dict:
-    "vsearch p50 at 1M chunks: embedded Chroma, then (with a URL, or 'auto' for a `chroma run` here) a Chroma server."
+def vsearch_run(home:Path, queries:Path, env:dict) -> tuple[dict, dict]:
+    """(in-process latencies per filter, process figures): the VSEARCH loop, then `qmd-nb vsearch` processes start to exit
+    (median of 3; each loads the model, and with the embedded store opens the 1M-chunk index) and their peak RSS."""
+    r = json.loads(subprocess.run([sys.executable, '-c', VSEARCH, str(home), str(queries)], env=env, capture_output=True, text=True, check=True).stdout)
+    q = queries.read_text(encoding='utf-8').split('\n')[200]
+    runs = [timed(['vsearch', f'{q} {k}', '-n', '10', '--min-score', '0'], {**env, 'QMD_NB_HOME': str(home)}) for k in range(3)]
+    return r['lat'], dict(loop_peak_mib=r['peak_mib'], cli_process_s=med([w for w, _ in runs]), cli_peak_mib=max(m for _, m in runs))
+
+def vsearch_figures(corpus:Path, chroma_url:str|None) -> tuple[dict, dict]:
+    "vsearch at 1M chunks, embedded Chroma, then (with a URL, or 'auto' for a `chroma run` here) a Chroma server: (latencies, process figures)."
     home = corpus/'vectors-1m'/'home'; queries = corpus/'vectors-1m'/'queries.txt'
     if not home.exists(): raise SystemExit(f"No vector set in {home}: run python bench/make_corpus.py vectors {corpus}")
     env = {k: v for k, v in os.environ.items() if k != 'QMD_NB_CHROMA_URL'}
-    res = {'embedded': json.loads(subprocess.run([sys.executable, '-c', VSEARCH, str(home), str(queries)], env=env, capture_output=True, text=True, check=True).stdout)}
+    lat, proc = {}, {}
+    lat['embedded'], proc['embedded'] = vsearch_run(home, queries, env)
     if chroma_url:
         server = None
         if chroma_url == 'auto':
@@ -220,11 +230,18 @@ def vsearch_figures(corpus:Path, chroma_url:str|None) -> dict:
             server = subprocess.Popen([str(Path(sys.executable).parent/'chroma'), 'run', '--path', str(home/'cache'/'index'/'vectors'),
                                        '--host', '127.0.0.1', '--port', str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             until(lambda: _ok(lambda: get(chroma_url, '/api/v2/heartbeat')), 600, 0.2)
-        try: res['server'] = json.loads(subprocess.run([sys.executable, '-c', VSEARCH, str(home), str(queries)], env={**env, 'QMD_NB_CHROMA_URL': chroma_url},
-                                                       capture_output=True, text=True, check=True).stdout)
+        try:
+            lat['server'], proc['server'] = vsearch_run(home, queries, {**env, 'QMD_NB_CHROMA_URL': chroma_url})
+            if server: proc['server']['server_rss_mib'] = _rss_mib(server.pid)
         finally:
             if server: server.send_signal(signal.SIGTERM); server.wait(60)
-    return res
+    return lat, proc
+
+def _rss_mib(pid:int) -> float:
+    "Resident memory of a running process (MiB)."
+    for l in Path(f'/proc/{pid}/status').read_text().split('\n'):
+        if l.startswith('VmRSS:'): return int(l.split()[1]) / 1024
+    return float('nan')
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -260,7 +277,7 @@ def main():
         a.out.write_text(json.dumps(results, indent=1))
         print(f"  {json.dumps(r)}", file=sys.stderr, flush=True)
     if not a.no_vectors:
-        results['vectors_1m'] = vsearch_figures(a.corpus, a.chroma_url)
+        results['vectors_1m'], results['vectors_1m_process'] = vsearch_figures(a.corpus, a.chroma_url)
         results['vectors_1m_measured'] = dict(at=time.strftime('%Y-%m-%d %H:%M'), load=round(os.getloadavg()[0], 1), commit=_commit())
         a.out.write_text(json.dumps(results, indent=1))
     report(results)
@@ -288,5 +305,8 @@ def report(results:dict):
         for name, x in r.items():
             print(f"vsearch 1M chunks, {where:8s} {name:15s} p50 {x['p50']:7.1f} ms  p95 {x['p95']:7.1f} ms  first {x['first']:8.1f} ms"
                   f"   goal {GOALS['1M']['vsearch_' + where + '_p50_ms']} ms")
+    for where, x in results.get('vectors_1m_process', {}).items():
+        print(f"vsearch 1M chunks, {where:8s} `qmd-nb vsearch` process {x['cli_process_s']:.2f} s, peak {x['cli_peak_mib']:.0f} MiB;"
+              f" the loop's process peak {x['loop_peak_mib']:.0f} MiB" + (f"; the Chroma server {x['server_rss_mib']:.0f} MiB" if 'server_rss_mib' in x else ''))
 
 if __name__ == '__main__': main()
