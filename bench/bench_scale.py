@@ -17,7 +17,8 @@ Then vsearch p50 on make_corpus.py's 1M-chunk set: in-process with the embedded 
 against a Chroma server (`auto` starts `chroma run` on loopback over the same files), unfiltered and restricted to a
 collection holding 10% and 90% of the chunks; the query embedding is included, as a user waits for it.
 Prints a table with the goals and writes bench/scale_results.json (the notebook nbs/12b_scale plots it).
---phases picks what to measure (process,keyword,breakdown,watch; default all) and --keep-home reuses each size's index
+--phases picks what to measure (process,equal,keyword,breakdown,watch; default all; equal: the incremental index's
+keyword top 10 after the one-file updates against the same catalog's index built whole) and --keep-home reuses each size's index
 (and its vectors) from the last run: e.g. `--phases watch,breakdown --keep-home` re-measures the watcher in minutes.
 The package is byte-compiled first, as an installed one is (a process run from source compiles every module it imports).
 """
@@ -87,6 +88,25 @@ lat = []
 for q in qs: t = time.perf_counter(); search(st, q, 10); lat.append((time.perf_counter() - t) * 1000)
 print(statistics.median(lat))"""
     return float(subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True).stdout)
+
+EQUAL = """
+import json, sys, time
+from qmd_nb.store import Store
+from qmd_nb.search import search
+from qmd_nb.keyword import refresh, load_commit
+st = Store(env={'QMD_NB_HOME': sys.argv[1]}); qs = json.loads(sys.argv[2])
+top = lambda: {q: [(r.path, round(r.score, 6)) for r in search(st, q, 10, collapse=False)] for q in qs}
+segs = len(load_commit(st.paths.keyword_dir)['segments']); a = top()
+t = time.perf_counter(); refresh(st, full=True); full = time.perf_counter() - t
+b = top()
+print(json.dumps(dict(segments=segs, queries=len(qs), identical=sum(a[q] == b[q] for q in qs), hits=sum(len(v) for v in a.values()), keyword_full_build_s=full)))
+"""
+
+def equal_to_full(env:dict, queries:list[str]) -> dict:
+    """After the one-file updates (segments and deletion lists): keyword top 10 (paths and scores) of the incremental index
+    against the same catalog's index built whole, over 100 queries, and how long that whole build took."""
+    out = subprocess.run([sys.executable, '-c', EQUAL, env['QMD_NB_HOME'], json.dumps(queries[:100])], env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
 
 def synthetic_vectors(env:dict, chars_per_chunk:int=800):
     "Give every document of the index vectors (random unit vectors, as many as the model would make chunks), unless it has them."
@@ -160,8 +180,8 @@ def no_warm_up(env:dict):
     d = json.loads(cfg.read_text(encoding='utf-8')); d.setdefault('settings', {}).setdefault('query', {})['rerank'] = 'none'
     cfg.write_text(json.dumps(d, indent=2), encoding='utf-8')
 
-def watch_figures(folder:Path, env:dict, saves:int) -> dict:
-    "Median seconds from writing a file to keyword / vector search finding it, through `qmd-nb serve --watch`."
+def watch_figures(folder:Path, env:dict, saves:int, vectors:bool=True) -> dict:
+    "Median seconds from writing a file to keyword / vector search finding it (`vectors`: the index has vectors), through `qmd-nb serve --watch`."
     port = free_port(); url = f'http://127.0.0.1:{port}'
     no_warm_up(env)
     p = subprocess.Popen([QMD, 'serve', '--transport', 'http', '--port', str(port), '--watch', '--no-auth'], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -178,9 +198,9 @@ def watch_figures(folder:Path, env:dict, saves:int) -> dict:
             vq = ' '.join(body.split()[-60:]) # the end of the file: its last chunk
             t0 = time.time(); (drop/f'save-{i}.md').write_text(body, encoding='utf-8')
             kw.append(until(lambda: _ok(lambda: post(url, '/search', {'query': word, 'limit': 1})['results']), what=f'save {i} in keyword search') - t0)
-            vec.append(until(lambda: _ok(lambda: any(r['file'].endswith(f'save-{i}.md') for r in post(url, '/vsearch', {'query': vq, 'limit': 10, 'min_score': 0})['results'])),
+            if vectors: vec.append(until(lambda: _ok(lambda: any(r['file'].endswith(f'save-{i}.md') for r in post(url, '/vsearch', {'query': vq, 'limit': 10, 'min_score': 0})['results'])),
                              what=f'save {i} in vector search') - t0)
-            print(f"  save {i}: keyword {kw[-1]:.2f} s, vector {vec[-1]:.2f} s", file=sys.stderr, flush=True)
+            print(f"  save {i}: keyword {kw[-1]:.2f} s" + (f", vector {vec[-1]:.2f} s" if vectors else ''), file=sys.stderr, flush=True)
         fresh = get(url, '/status').get('freshness')
     except TimeoutError as e:
         print(f"  {e}; status: {_ok(lambda: get(url, '/status').get('freshness'))}", file=sys.stderr); fresh = None
@@ -188,7 +208,7 @@ def watch_figures(folder:Path, env:dict, saves:int) -> dict:
         p.send_signal(signal.SIGTERM); err = p.communicate(timeout=120)[1].decode(); shutil.rmtree(drop, ignore_errors=True)
         if fresh is None: print('  server said: ' + err[-2000:], file=sys.stderr)
     if not kw: return {}
-    return dict(watch_keyword_s=med(kw), watch_vector_s=med(vec[:len(kw)] or [float('nan')]), watch_saves=len(kw), watch_status=fresh['summary'] if fresh else None)
+    return dict(watch_keyword_s=med(kw), watch_saves=len(kw), watch_status=fresh['summary'] if fresh else None, **({'watch_vector_s': med(vec)} if vec else {}))
 
 def _ok(fn):
     try: return fn()
@@ -251,9 +271,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--corpus', type=Path, required=True); ap.add_argument('--sizes', default='10k,14k,30k,100k')
     ap.add_argument('--home', type=Path, default=Path(tempfile.gettempdir())/'qmdnb-bench-scale'); ap.add_argument('--saves', type=int, default=10)
+    ap.add_argument('--watch-vectors', default='10k,14k,30k,100k', help='sizes whose watcher is measured with vectors (the others: keyword only, no synthetic vectors)')
     ap.add_argument('--no-watch', action='store_true'); ap.add_argument('--vectors-only', action='store_true'); ap.add_argument('--no-vectors', action='store_true')
     ap.add_argument('--chroma-url', help="a Chroma server for the 1M-chunk vsearch ('auto': start `chroma run` on loopback)")
-    ap.add_argument('--phases', default='process,keyword,breakdown,watch'); ap.add_argument('--keep-home', action='store_true')
+    ap.add_argument('--phases', default='process,equal,keyword,breakdown,watch'); ap.add_argument('--keep-home', action='store_true')
     ap.add_argument('--out', type=Path, default=ROOT/'bench'/'scale_results.json')
     a = ap.parse_args(); phases = set(a.phases.split(','))
     subprocess.run([sys.executable, '-m', 'compileall', '-q', str(ROOT/'qmd_nb')], check=True)
@@ -271,10 +292,13 @@ def main():
         elif fresh: timed(['collection', 'add', str(folder), '--name', 'c'], env)
         else: timed(['update'], env)
         r['documents'] = int(json.loads(timed_out(['status', '--json'], env))['total_documents'])
+        if 'equal' in phases: r['equal_to_full'] = equal_to_full(env, qs)
         if 'keyword' in phases: r['keyword_p50_ms'] = keyword_p50(env, qs)
         if 'breakdown' in phases: r['update_breakdown'] = update_breakdown(env)
         if 'watch' in phases and not a.no_watch and a.saves:
-            synthetic_vectors(env); r.update(watch_figures(folder, env, a.saves))
+            vec = size in a.watch_vectors.split(',')
+            if vec: synthetic_vectors(env)
+            r.pop('watch_vector_s', None); r.update(watch_figures(folder, env, a.saves, vec))
         stamp = dict(at=time.strftime('%Y-%m-%d %H:%M'), load=round(os.getloadavg()[0], 1), commit=_commit())
         r['measured'] = {**r.get('measured', {}), **{ph: stamp for ph in phases}}
         results.setdefault('sizes', {})[size] = r
@@ -306,6 +330,10 @@ def report(results:dict):
     for label, k in rows:
         g = '  ' + ' / '.join(str(GOALS[s].get(k, '-')) for s in ('14k', '100k'))
         print(f"{label:40s}" + ''.join(f"{sizes[s].get(k, float('nan')):16.3f}" for s in sizes) + g)
+    for s, r in sizes.items():
+        if (e := r.get('equal_to_full')):
+            print(f"{s}: after the one-file updates ({e['segments']} segments), keyword top 10 identical to the index built whole for"
+                  f" {e['identical']}/{e['queries']} queries ({e['hits']} hits); that whole keyword build took {e['keyword_full_build_s']:.2f} s")
     for where, r in results.get('vectors_1m', {}).items():
         for name, x in r.items():
             print(f"vsearch 1M chunks, {where:8s} {name:15s} p50 {x['p50']:7.1f} ms  p95 {x['p95']:7.1f} ms  first {x['first']:8.1f} ms"
