@@ -114,11 +114,20 @@ def cmd_status(a):
 
 def cmd_eval(a):
     "eval"
-    from qmd_nb.eval import evaluate
+    from qmd_nb.eval import evaluate, known_item
     from qmd_nb.hybrid import QueryParams
-    p = QueryParams().updated(**dict(a.set or []))
-    if a.no_rerank: p = p.updated(rerank='none')
-    r = evaluate(a.dir, a.mode, a.env, p)
+    from qmd_nb.config import UsageError
+    ki_file = getattr(a, 'known_item', None)
+    if (getattr(a, 'dir', None) is None) == (ki_file is None): raise UsageError("eval needs a BEIR folder or --known-item FILE (one of them)")
+    if ki_file:
+        st = _store(a)
+        p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
+        if a.no_rerank: p = p.updated(rerank='none')
+        r = known_item(st, ki_file, a.mode, p)
+    else:
+        p = QueryParams().updated(**dict(a.set or []))
+        if a.no_rerank: p = p.updated(rerank='none')
+        r = evaluate(a.dir, a.mode, a.env, p)
     print(json.dumps(r.to_json()) if a.json else r)
 
 # %% ../nbs/90_cli.ipynb #45d6f70c
@@ -210,8 +219,10 @@ def _search_parsers(sp):
     p.add_argument('--format', choices=('cli', 'json'), default='cli')
     p = _sub(sp, 'status', cmd_status, 'Show documents, collections, embedding backlog and index size')
     p.add_argument('--json', action='store_true')
-    p = _sub(sp, 'eval', cmd_eval, 'Evaluate ranking on a BEIR-format folder')
-    p.add_argument('dir'); p.add_argument('--mode', choices=('search', 'vsearch', 'query'), default='search')
+    p = _sub(sp, 'eval', cmd_eval, 'Evaluate ranking on a BEIR-format folder, or known-item search on this index')
+    p.add_argument('dir', nargs='?', help='a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv)')
+    p.add_argument('--known-item', metavar='FILE', help='TSV of query<TAB>page lines, run on this index: MRR@10, Hit@1, Hit@10, p50')
+    p.add_argument('--mode', choices=('search', 'vsearch', 'query'), default='search')
     p.add_argument('--no-rerank', action='store_true', help='query mode: skip the reranker')
     p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
     p.add_argument('--json', action='store_true')

@@ -16,7 +16,8 @@ from .store import (Store, NewDoc, put_docs, touch_docs, remove_docs, drop_orpha
                           mark_updated, get_collection, forget_collection, rename_in_catalog, cached_conversion,
                           cache_conversions, library_files)
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS
-from .keyword import keyword_index
+from .fields import doc_stream
+from .keyword import keyword_index, refresh
 
 # %% auto #0
 __all__ = ['glob_re', 'mask_match', 'discover', 'doc_meta', 'prepare_doc', 'UpdateStats', 'set_total', 'progress_bar',
@@ -93,7 +94,7 @@ def prepare_doc(collection:str, path:str, text:str, hash:str, an:Analyzer, size=
     if 'file_type' not in fm and (ft := KINDS.get(os.path.splitext(path)[1].lower())): fm['file_type'] = ft
     body = text.split('\n', start)[-1] if start else text
     title = title or doc_title(fm, body.split('\n', 200)[:200], path)
-    return NewDoc(collection, path, hash, title, text, ' '.join(an.terms(body)), start, size, mtime, fm)
+    return NewDoc(collection, path, hash, title, text, doc_stream(an, text, start, fm), start, size, mtime, fm)
 
 # %% ../nbs/05_index.ipynb #ad2bd409
 @dataclass
@@ -219,7 +220,7 @@ def update(store:Store, names:list[str]|None=None, # collections to update (defa
             try: stats.append(update_collection(store, c, an, progress))
             except NotFound as e: stats.append(UpdateStats(c.name, error=str(e))) # e.g. an unmounted drive: keep its documents
         if any(s.changed for s in stats): drop_orphans(store)
-        keyword_index(store)
+        refresh(store)
     return stats
 
 # %% ../nbs/05_index.ipynb #ec4a03b7
@@ -250,7 +251,7 @@ def _remove(store, name):
     key = f'qmd://{name}'
     store.config.contexts = {k: v for k, v in store.config.contexts.items() if k != key and not k.startswith(key + '/')}
     store.save_config()
-    n = forget_collection(store, name); keyword_index(store)
+    n = forget_collection(store, name); refresh(store)
     if Path(c.path) == store.paths.cache/'libraries'/name: # a library: its folder holds qmd-nb's copies, not your files
         import shutil; shutil.rmtree(c.path, ignore_errors=True)
     return n
@@ -268,7 +269,7 @@ def _rename(store, old, new):
     cfg.collections = {(new if k == old else k): (replace(c, name=new, path=path) if k == old else v) for k, v in cfg.collections.items()}
     ren = lambda k: f'qmd://{new}' + k[len(f'qmd://{old}'):] if k == f'qmd://{old}' or k.startswith(f'qmd://{old}/') else k
     cfg.contexts = {ren(k): v for k, v in cfg.contexts.items()}
-    store.save_config(); rename_in_catalog(store, old, new); keyword_index(store)
+    store.save_config(); rename_in_catalog(store, old, new); refresh(store)
 
 # %% ../nbs/05_index.ipynb #7f040e51
 def context_key(store:Store, path:str) -> str:
