@@ -11,8 +11,8 @@ import numpy as np
 from .config import UsageError
 from .text import Analyzer
 from .store import Store, docs_by_ids
-from .keyword import BM25Params
-from .search import Hit, SearchResult, keyword_hits, check_search_args, collection_names, to_results, collapse_hits
+from .keyword import BM25Params, keyword_index
+from .search import Hit, SearchResult, keyword_hits, check_search_args, collection_names, to_results, collapse_hits, cited_by
 from .vectors import VectorStore, vector_hits, has_vectors
 from .fusion import RankedList, Fused, rrf, zscore_fusion, blend, minmax
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
@@ -22,7 +22,7 @@ from .rerank import candidates, EmbedReranker, CrossEncoderReranker, HTTPReranke
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'get_reranker', 'QueryHit', 'list_weight', 'run_list', 'strong_probe',
            'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'rerank_order', 'rescore', 'explain_hit',
-           'hybrid_hits', 'query', 'warm_reranker']
+           'cited_rerank', 'hybrid_hits', 'query', 'warm_reranker']
 
 # %% ../nbs/11c_hybrid.ipynb #75093a6d
 @dataclass(frozen=True)
@@ -210,6 +210,19 @@ def explain_hit(doc_id:int, lists:list[RankedList], fused:Fused|None, rerank:flo
                 final=round(float(final), 4))
 
 # %% ../nbs/11c_hybrid.ipynb #31982951
+def cited_rerank(store:Store, hits:list, # the final ranking, best first
+                 p:BM25Params, lex:list, # the question's keyword hits, whose stories say whether one quotes it
+                 n_terms:int) -> list:
+    "A question (no keyword hit quotes it whole) favours the top hits that the other top hits point to by name."
+    if not p.authority_weight or n_terms < 2 or not hits or any((h.explain or {}).get('exact_words', 0) >= n_terms for h in lex): return hits
+    ki, top = keyword_index(store), hits[:p.authority_depth]
+    g = ki.slots([h.doc_id for h in top]); known = np.flatnonzero(g >= 0)
+    bonus = np.zeros(len(top)); bonus[known] = p.authority_weight * np.log1p(cited_by(store, ki, g[known], p.authority_title_words))
+    out = [replace(h, score=h.score + b) for h, b in zip(top, bonus)]
+    for h, b in zip(out, bonus):
+        if b and isinstance(h.explain, dict): h.explain['cited'] = round(float(b), 4)
+    return sorted(out, key=lambda h: -h.score) + hits[len(top):]
+
 def _cache_key(store, embedder, query, limit, names, min_score, p, searches, flt=None, collapse=True):
     from qmd_nb.store import generation
     from qmd_nb.vectors import vector_generation
@@ -240,6 +253,7 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     byid, lines = {f.doc_id: f for f in fused}, {h.doc_id: h for hs in hits.values() for h in hs if h.line}
     out = [QueryHit(d, s, byid[d].score, lines[d].line if d in lines else 0, lines[d].end_line if d in lines else 0,
                     explain=explain_hit(d, lists, byid.get(d), rr.get(d), s)) for d, s in zip(ids, scores) if s >= min_score]
+    out = cited_rerank(store, out, p.bm25, hits.get('lex:user', []), len(Analyzer().terms(query or '')))
     if collapse: out = collapse_hits(store, out, p.bm25.duplicate_threshold)
     out = sort_hits(store, out, flt.sort)[:limit] if flt else out[:limit]
     if key is None: return out

@@ -15,12 +15,13 @@ from .config import QmdError, UsageError
 from .store import Store, docs_by_ids
 from .search import check_search_args
 from .index import progress_bar
-from .fusion import RankedList, zscores, rrf_term, rank_bonus
+from .fusion import RankedList, zscores, rrf_term, rank_bonus, minmax
 from .expand import parse_typed
 from .rerank import candidates
 from .vectors import has_vectors
 from .keyword import BM25Params, keyword_index
-from .rank import similar_pairs, group_by_pairs
+from .rank import similar_pairs, group_by_pairs, title_holders
+from .text import Analyzer
 from .hybrid import QueryParams, gather, fuse, get_reranker, list_weight, wants_expansion, rerank_order
 from .eval import EvalReport, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
 from .frames import METRICS, compare_runs
@@ -29,8 +30,8 @@ from .frames import METRICS, compare_runs
 __all__ = ['LIST_FIELDS', 'RERANK_FIELDS', 'CONTROLS', 'GROUPS', 'LAZY', 'Judged', 'read_judgements', 'read_known', 'key_of',
            'QueryLists', 'LabCache', 'query_lists', 'rerank_scores', 'build_cache', 'beir_lab', 'selected_lists',
            'reorder', 'exact_rankings', 'ListArrays', 'list_arrays', 'fast_fuse', 'fast_rankings', 'lab_rankings',
-           'near_copies', 'lab_metrics', 'sweep', 'metric_values', 'changed', 'apply_params', 'eval_command', 'control',
-           'svg_plot', 'RankingLab', 'ranking_lab']
+           'near_copies', 'title_holders_of', 'cited_order', 'lab_metrics', 'sweep', 'metric_values', 'changed',
+           'apply_params', 'eval_command', 'control', 'svg_plot', 'RankingLab', 'ranking_lab']
 
 # %% ../nbs/31_lab.ipynb #210d1ae9
 @dataclass
@@ -74,6 +75,8 @@ class QueryLists:
     lists: list # (name, doc ids, scores) per list, in the pipeline's order
     probe: list # the first two keyword hits (for the strong-probe test)
     pool: list # every document of any list, in order of first appearance
+    quoted: bool = False # a keyword hit holds the whole question (then no page gains for being pointed to)
+    n_terms: int = 0 # the question's analysed words
 
 @dataclass
 class LabCache:
@@ -91,6 +94,7 @@ class LabCache:
     scored: set = field(default_factory=set) # (list key, rerank key) pairs whose pools are all scored
     seconds: dict = field(default_factory=dict) # what building each part cost
     near: dict = field(default_factory=dict) # (list key, duplicate threshold) -> per query, doc id -> near-copies among its pool
+    holders: dict = field(default_factory=dict) # (list key, title words) -> per query, (pool position by id, [j, i] j holds i's title)
 
 def query_lists(c:LabCache, p:QueryParams, progress=False) -> list[QueryLists]:
     "The retrieval lists of `p`'s list setting (run once per setting, then cached)."
@@ -101,7 +105,9 @@ def query_lists(c:LabCache, p:QueryParams, progress=False) -> list[QueryLists]:
         for q in c.texts:
             lists, hits, _ = gather(c.store, c.embedder, q, g, None, parse_typed(q))
             pool = list(dict.fromkeys(d for l in lists for d in l.ids))
-            out.append(QueryLists([(l.name, l.ids, l.scores) for l in lists], hits.get('lex:user', [])[:2], pool)); bar.update(1)
+            lex, n = hits.get('lex:user', []), len(Analyzer().terms(q))
+            quoted = any((h.explain or {}).get('exact_words', 0) >= n for h in lex)
+            out.append(QueryLists([(l.name, l.ids, l.scores) for l in lists], lex[:2], pool, quoted, n)); bar.update(1)
     c.lists[k], c.seconds[('lists',) + k] = out, time.time() - t
     return out
 
@@ -156,14 +162,15 @@ def selected_lists(q:QueryLists, p:QueryParams) -> list[RankedList]:
     return [RankedList(n, ids, sc, list_weight(*n.split(':', 1), p)) for n, ids, sc in q.lists if expand or n.endswith(':user')]
 
 def reorder(ids:list, scores, rr:list|None, # reranker scores of the first `rerank_top` ids (None: no reranker)
-            p:QueryParams) -> list[int]:
-    "Final order: the top `rerank_top` of the fused ranking re-ordered by the blend of fused and reranker scores, as `rescore` does."
+            p:QueryParams) -> tuple[list[int], list[float]]:
+    "Final order and scores: the top `rerank_top` of the fused ranking re-ordered by the blend of fused and reranker scores, as `rescore` does."
     k = min(len(ids), p.rerank_top)
-    if rr is None or k < 2: return list(ids)
-    order, _ = rerank_order(scores[:k], rr[:k], p)
-    return [ids[i] for i in order] + list(ids[k:])
+    if rr is None or k < 2: return list(ids), minmax(scores).tolist()
+    order, b = rerank_order(scores[:k], rr[:k], p)
+    tail = (minmax(scores[k:]) * float(b.min()) * 0.999).tolist() if len(ids) > k else []
+    return [ids[i] for i in order] + list(ids[k:]), [float(b[i]) for i in order] + tail
 
-def exact_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) -> list[list[int]]:
+def exact_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) -> list[tuple[list[int], list[float]]]:
     "Every query's ranking through the pipeline's `fuse`, one query at a time."
     out = []
     for i, q in enumerate(ql):
@@ -212,7 +219,7 @@ def fast_fuse(a:ListArrays, ql:list[QueryLists], p:QueryParams) -> tuple[np.ndar
     score[~present] = -np.inf
     return score, present.sum(1)
 
-def fast_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) -> list[list[int]]:
+def fast_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) -> list[tuple[list[int], list[float]]]:
     "Every query's ranking, fused for all queries at once; cut and blend per query with `fusion.blend`."
     k = key_of(p, LIST_FIELDS)
     if k not in c.arrays: c.arrays[k] = list_arrays(ql)
@@ -233,8 +240,10 @@ def lab_rankings(c:LabCache, p:QueryParams, exact:bool=False, # through `hybrid.
     ql = query_lists(c, p, progress)
     rr = rerank_scores(c, p, ql, progress) if p.rerank != 'none' and c.embedder is not None else None
     runs, keys, near = (exact_rankings if exact else fast_rankings)(c, p, ql, rr), c.judged.keys, near_copies(c, p, ql)
+    held = title_holders_of(c, p, ql) if p.bm25.authority_weight else None
     out = {}
-    for i, (q, ids) in enumerate(zip(c.qids, runs)):
+    for i, (q, (ids, sc)) in enumerate(zip(c.qids, runs)):
+        if held is not None: ids = cited_order(ids, sc, held[i], ql[i], p.bm25)
         rels = c.judged.qrels.get(q, {})
         groups = group_by_pairs(ids, near[i])[:100] if near[i] else [[d] for d in ids[:100]]
         out[q] = [k for g in groups if (k := _judged(g, keys, rels)) is not None]
@@ -253,6 +262,27 @@ def near_copies(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[dict]:
         out.append(near)
     c.near[k] = out
     return out
+
+def title_holders_of(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[tuple[dict, np.ndarray]]:
+    "Per query, which pooled documents hold which pooled documents' titles (computed once per list setting)."
+    k = (key_of(p, LIST_FIELDS), p.bm25.authority_title_words)
+    if k in c.holders: return c.holders[k]
+    ki, an, out = keyword_index(c.store), Analyzer(), []
+    for q in ql:
+        g = ki.slots(q.pool); titles = dict(c.store.q(f"SELECT id, title FROM documents WHERE id IN ({','.join('?' * len(q.pool))})", q.pool)) if q.pool else {}
+        ts = [t if g[i] >= 0 and len(t := an.terms(titles.get(d, ''))) <= p.bm25.authority_title_words else [] for i, d in enumerate(q.pool)]
+        M = title_holders(ki, np.maximum(g, 0), ts) & (g >= 0)[:, None]
+        out.append(({d: i for i, d in enumerate(q.pool)}, M))
+    c.holders[k] = out
+    return out
+
+def cited_order(ids:list, scores:list, held:tuple, q:QueryLists, bm:BM25Params) -> list:
+    "The order `hybrid.cited_rerank` gives: for a question, the top documents gain for being pointed to by the others."
+    if not bm.authority_weight or q.n_terms < 2 or q.quoted or not ids: return ids
+    pos, M = held
+    top = ids[:bm.authority_depth]; idx = [pos[d] for d in top]
+    s = np.array(scores[:len(top)]) + bm.authority_weight * np.log1p(M[np.ix_(idx, idx)].sum(0))
+    return [top[j] for j in np.argsort(-s, kind='stable')] + list(ids[len(top):])
 
 def _judged(group:list, keys:dict, rels:dict) -> str|None:
     "The key a shown result is judged by: its own, or a relevant near-copy's folded under it (as `eval` does)."
@@ -309,7 +339,7 @@ CONTROLS = dict( # (min, max, step) for numbers, choices for words, bool for a s
     blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05),
     k1=(0.1, 3.0, 0.1), b=(0.0, 1.0, 0.05), title_weight=(0.0, 6.0, 0.25), meta_weight=(0.0, 4.0, 0.25), heading_weight=(0.0, 4.0, 0.25),
     lead_weight=(0.0, 4.0, 0.25), body_weight=(0.0, 2.0, 0.25), proximity_depth=(10, 300, 10), phrase_weight=(0.0, 1.0, 0.05),
-    near_weight=(0.0, 1.0, 0.05), near_slop=(0, 10, 1), overview_yield=bool, overview_min_links=(1, 20, 1), duplicate_threshold=(0.5, 1.0, 0.05))
+    phrase_power=(0.5, 4.0, 0.25), near_weight=(0.0, 1.0, 0.05), near_slop=(0, 10, 1), overview_yield=bool, overview_min_links=(1, 20, 1), authority_weight=(0.0, 1.0, 0.05), authority_depth=(5, 100, 5), authority_title_words=(1, 10, 1), duplicate_threshold=(0.5, 1.0, 0.05))
 GROUPS = {'Retrieval': ('depth', 'expansion', 'probe_min_score', 'probe_min_gap', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta'),
           'Fusion': ('fusion', 'original_weight', 'expansion_weight', 'lex_weight', 'vec_weight', 'rrf_k', 'bonus_first', 'bonus_top3'),
           'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'blend_top3', 'blend_top10', 'blend_rest'),

@@ -12,13 +12,13 @@ from .config import UsageError, contexts_for
 from .text import Analyzer, parse_query, raw_tokens, fold
 from .store import Store, DocRow, docs_by_ids, doc_bodies, docid, get_collection
 from .keyword import KeywordIndex, BM25Params, keyword_index, bm25_norm
-from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups
+from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups, mentions
 from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .convert import page_of
 
 # %% auto #0
-__all__ = ['MAX_LIMIT', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'keyword_hits', 'collapse_hits',
-           'term_patterns', 'best_line', 'make_snippet', 'context_of', 'to_results', 'search']
+__all__ = ['MAX_LIMIT', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'cited_by', 'keyword_hits',
+           'collapse_hits', 'term_patterns', 'best_line', 'make_snippet', 'context_of', 'to_results', 'search']
 
 # %% ../nbs/06_search.ipynb #d77b9a76
 @dataclass
@@ -126,9 +126,23 @@ def _rescore(store:Store, ki:KeywordIndex, g:np.ndarray, base:np.ndarray, q:Quer
     near = nearness(occ, q, n, p.near_slop) if m > 1 else np.zeros(n)
     scale = 1 + (p.phrase_weight + p.near_weight if m > 1 else 0)
     s = (base + proximity_bonus(exact, near, m, p)) / scale
-    why = dict(bm25=base, exact=exact, near=near, yields_to={})
+    why = dict(bm25=base, exact=exact, near=near, yields_to={}, authority=np.zeros(n))
     if p.overview_yield and (ov := overview_targets(ki, g, np.where(exact >= 2, start, -1), p)): _yield(store, ki, g, s, ov, why['yields_to'])
+    if p.authority_weight and m > 1 and exact.max() < m: # no candidate quotes the query: a question, not a quotation
+        top = np.argsort(-s, kind='stable')[:p.authority_depth]
+        why['authority'][top] = p.authority_weight * np.log1p(cited_by(store, ki, g[top], p.authority_title_words))
+        s = s + why['authority']
     return s, why
+
+def cited_by(store:Store, ki:KeywordIndex, g:np.ndarray, # candidate slots
+             title_words:int=3 # titles longer than this are sentences, not names: nobody points to them by name
+            ) -> np.ndarray:
+    "For each candidate, how many of the others hold its title's words: the page the others point to."
+    ids = [int(d) for d in ki.doc_ids[g]]
+    titles = dict(store.q(f"SELECT id, title FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
+    an = Analyzer()
+    terms = [an.terms(titles.get(i, '')) for i in ids]
+    return mentions(ki, g, [t if len(t) <= title_words else [] for t in terms])
 
 def _yield(store:Store, ki:KeywordIndex, g:np.ndarray, s:np.ndarray, ov:dict, yields:dict):
     "Overview pages give their place to the candidate their matched entry links to, and follow it."
@@ -184,7 +198,8 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
 
 def _story(why:dict, i:int) -> dict:
     "One candidate's part of `_rescore`'s story."
-    d = dict(bm25=round(float(why['bm25'][i]), 4), exact_words=int(why['exact'][i]), near=round(float(why['near'][i]), 3))
+    d = dict(bm25=round(float(why['bm25'][i]), 4), exact_words=int(why['exact'][i]), near=round(float(why['near'][i]), 3),
+             authority=round(float(why['authority'][i]), 4))
     if i in why['yields_to']: d['yields_to'] = why['yields_to'][i]
     return d
 
@@ -286,7 +301,7 @@ def to_results(store:Store, hits:list[Hit], query:str) -> list[SearchResult]:
         text, start = bodies[d.hash]
         snip, line = make_snippet(text, start, terms, pats=pats, within=(h.line, h.end_line) if h.line else None)
         dups = [dict(file=rows[i].file, docid=docid(store, rows[i].hash)) for i in h.duplicates if i in rows]
-        out.append(SearchResult(docid(store, d.hash), d.file, d.title, h.score, context_of(store, d), snip, line, d.collection, d.path,
+        out.append(SearchResult(docid(store, d.hash), d.file, d.title, min(h.score, 1.0), context_of(store, d), snip, line, d.collection, d.path,
                                 h.explain, page_of(d.meta, line), dups))
     return out
 
