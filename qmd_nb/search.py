@@ -192,7 +192,7 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
     o = o[fs[o] >= max(min_score, 1e-9)]
     groups = duplicate_groups(ki.signatures(g[o]), p.duplicate_threshold) if collapse else [[i] for i in range(len(o))]
     hits = [Hit(int(ki.doc_ids[g[o[c[0]]]]), float(fs[o[c[0]]]), float(raw[g[o[c[0]]]]), duplicates=[int(ki.doc_ids[g[o[i]]]) for i in c[1:]],
-                explain=_story(why, o[c[0]])) for c in groups]
+                explain=_story(why, o[c[0]]) if k_ < 2 * limit else None) for k_, c in enumerate(groups)] # stories for what may be shown
     checks = pq.phrases + ex_phrases # exact wording, checked on the text of the few hits shown
     return _verify(store, hits, pq.phrases, ex_phrases, limit) if checks else hits[:limit]
 

@@ -33,7 +33,7 @@ def test_bm25f_equals_rank_bm25_on_real_pages(tmp_path):
     from rank_bm25 import BM25Okapi
     from qmd_nb.keyword import keyword_index, BM25Params, lucene_idf, _rows
     from qmd_nb.segment import _doc_tokens
-    from qmd_nb.fields import FIELDS
+    from qmd_nb.fields import FIELDS, MARKS, MARK_WORDS
     from qmd_nb.text import Analyzer
     st, _ = _pages(tmp_path)
     class Lucene(BM25Okapi):
@@ -42,8 +42,8 @@ def test_bm25f_equals_rank_bm25_on_real_pages(tmp_path):
     def weighted(d):
         out, f = [], 'title'
         for t in _doc_tokens(d, an):
-            if t[0] == '\x01': f = next(x for x in FIELDS if x[0] == t[1])
-            elif t[0] > '\x06': out += [t] * int(p.weights[FIELDS.index(f)])
+            if t in MARKS.values(): f = next(x for x, m in MARKS.items() if m == t)
+            elif t[0] > '\x06' and t not in MARK_WORDS: out += [t] * int(p.weights[FIELDS.index(f)])
         return out
     docs, ki = _rows(st, None), keyword_index(st)
     oracle = Lucene([weighted(d) for d in docs], k1=p.k1, b=p.b)
