@@ -1,4 +1,4 @@
-"""BM25 search with phrases, exclusions and collection filters applied before the top-k cut, and snippets that quote the best lines with their real line numbers.
+"""BM25F search that knows documentation: phrases and proximity from word positions, overview pages that yield to the page they list, near-copies shown once, filters before the top-k cut, and snippets that quote the best lines with their real line numbers.
 
 Docs: https://qmd-nb.github.io/qmd-nb/search.html.md"""
 
@@ -17,8 +17,9 @@ from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .convert import page_of
 
 # %% auto #0
-__all__ = ['MAX_LIMIT', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'cited_by', 'keyword_hits',
-           'collapse_hits', 'term_patterns', 'best_line', 'make_snippet', 'context_of', 'to_results', 'search']
+__all__ = ['MAX_LIMIT', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'cited_by', 'keyword_hits', 'bm25_params',
+           'collapse_hits', 'term_patterns', 'best_line', 'make_snippet', 'context_of', 'docids', 'to_results',
+           'search']
 
 # %% ../nbs/06_search.ipynb #d77b9a76
 @dataclass
@@ -167,7 +168,7 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
                 ) -> list[Hit]:
     "Top keyword hits of a query: BM25F, then phrase and proximity on the top candidates, filtered and collapsed before the cut."
     query, limit, min_score = check_search_args(query, limit, min_score)
-    p, pq, an, ki = params or BM25Params.from_settings(store.config.settings), parse_query(query), Analyzer(), keyword_index(store)
+    p, pq, an, ki = params or bm25_params(store), parse_query(query), Analyzer(), keyword_index(store)
     if not pq.words: raise UsageError("query has no search terms (only exclusions)")
     names, q = collection_names(store, collection), query_terms(an, ' '.join(pq.words))
     if not q.terms or not ki.n: return []
@@ -190,11 +191,23 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
     fs, why = _rescore(store, ki, g, s[g], q, p)
     o = np.lexsort((ki.doc_ids[g], -fs))
     o = o[fs[o] >= max(min_score, 1e-9)]
-    groups = duplicate_groups(ki.signatures(g[o]), p.duplicate_threshold) if collapse else [[i] for i in range(len(o))]
+    groups = _groups(ki, g[o], p.duplicate_threshold, 4 * limit) if collapse else [[i] for i in range(len(o))]
     hits = [Hit(int(ki.doc_ids[g[o[c[0]]]]), float(fs[o[c[0]]]), float(raw[g[o[c[0]]]]), duplicates=[int(ki.doc_ids[g[o[i]]]) for i in c[1:]],
                 explain=_story(why, o[c[0]]) if k_ < 2 * limit else None) for k_, c in enumerate(groups)] # stories for what may be shown
     checks = pq.phrases + ex_phrases # exact wording, checked on the text of the few hits shown
     return _verify(store, hits, pq.phrases, ex_phrases, limit) if checks else hits[:limit]
+
+def bm25_params(store:Store) -> BM25Params:
+    "The config's `bm25` settings, parsed once per version of the config file."
+    cfg = store.config
+    hit = store.cache.get('bm25params')
+    if hit is None or hit[0] is not cfg: hit = store.cache['bm25params'] = (cfg, BM25Params.from_settings(cfg.settings))
+    return hit[1]
+
+def _groups(ki:KeywordIndex, g:np.ndarray, threshold:float, enough:int) -> list[list[int]]:
+    "Near-copy groups of ranked slots, among the first `enough` of them (all of them when those hold fewer than a quarter as many groups)."
+    groups = duplicate_groups(ki.signatures(g[:enough]), threshold)
+    return groups if len(g) <= enough or 4 * len(groups) >= enough else duplicate_groups(ki.signatures(g), threshold)
 
 def _story(why:dict, i:int) -> dict:
     "One candidate's part of `_rescore`'s story."
@@ -289,19 +302,36 @@ def context_of(store:Store, d:DocRow) -> str|None:
     c = contexts_for(store.config.contexts, d.collection, d.path)
     return '\n\n'.join(c) if c else None
 
+def docids(store:Store, hashes:list[str], n:int=6) -> dict:
+    "hash -> docid (`store.docid`'s shortest unique prefix) for many contents, in one catalog query."
+    hs = list(dict.fromkeys(hashes))
+    if not hs: return {}
+    rivals = []
+    for k in range(0, len(hs), 200): # a compound SELECT has at most 500 parts
+        part = hs[k:k+200]
+        rivals += [r[0] for r in store.q(' UNION '.join(['SELECT hash FROM documents WHERE hash >= ? AND hash < ?'] * len(part)), # each part uses the index
+                                         [x for h in part for x in (h[:n], h[:n] + 'g')])]
+    out = {}
+    for h in hs:
+        k, near = n, [r for r in rivals if r != h and r[:n] == h[:n]]
+        while near: k += 1; near = [r for r in near if r[:k] == h[:k]]
+        out[h] = '#' + h[:k]
+    return out
+
 def to_results(store:Store, hits:list[Hit], query:str) -> list[SearchResult]:
     "Catalog rows, snippets, docids and contexts for ranked hits (and the file and docid of each one's near-copies)."
     terms = set(Analyzer().terms(' '.join(parse_query(query).words)))
     pats, rows = term_patterns(terms), {d.id: d for d in docs_by_ids(store, [i for h in hits for i in [h.doc_id, *h.duplicates]])}
     bodies = doc_bodies(store, [rows[h.doc_id].hash for h in hits if h.doc_id in rows])
+    ids = docids(store, [d.hash for d in rows.values()])
     out = []
     for h in hits:
         d = rows.get(h.doc_id)
         if d is None or d.hash not in bodies: continue
         text, start = bodies[d.hash]
         snip, line = make_snippet(text, start, terms, pats=pats, within=(h.line, h.end_line) if h.line else None)
-        dups = [dict(file=rows[i].file, docid=docid(store, rows[i].hash)) for i in h.duplicates if i in rows]
-        out.append(SearchResult(docid(store, d.hash), d.file, d.title, min(h.score, 1.0), context_of(store, d), snip, line, d.collection, d.path,
+        dups = [dict(file=rows[i].file, docid=ids[rows[i].hash]) for i in h.duplicates if i in rows]
+        out.append(SearchResult(ids[d.hash], d.file, d.title, min(h.score, 1.0), context_of(store, d), snip, line, d.collection, d.path,
                                 h.explain, page_of(d.meta, line), dups))
     return out
 
