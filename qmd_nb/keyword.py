@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from .config import atomic_write, UsageError
 from .text import Analyzer
-from .fields import doc_stream, HEADER
+from .fields import doc_stream, is_stream, HEADER
 from .store import Store, generation
 from .segment import NF, FORMAT, DocText, build_segment, Segment
 
@@ -339,11 +339,24 @@ def _load(store:Store, c:dict) -> KeywordIndex:
     ki = store.cache['keyword'] = KeywordIndex(store.paths.keyword_dir, c, segs)
     return ki
 
+def _analysed(store:Store, docs:list[DocText], an:Analyzer) -> list[DocText]:
+    "Documents with streams of this format: those an older version stored are analysed again here, in memory (a reader writes nothing)."
+    old = [d.id for d in docs if not is_stream(d.terms)]
+    if not old: return docs
+    fresh = {}
+    for k in range(0, len(old), 900):
+        part = old[k:k+900]
+        for i, b, s, m in store.q(f"SELECT d.id, c.body, c.body_start, d.meta FROM documents d JOIN content c ON c.hash = d.hash "
+                                  f"WHERE d.id IN ({','.join('?' * len(part))})", part):
+            fresh[i] = doc_stream(an, b, s, json.loads(m or '{}'))
+    return [replace(d, terms=fresh[d.id]) if d.id in fresh else d for d in docs]
+
 def _in_memory(store:Store) -> KeywordIndex:
-    "An index for this process alone, built in a temporary folder removed at once (its files stay mapped)."
+    "An index for this process alone (none committed yet, or of an older format), built in a temporary folder removed at once (its files stay mapped)."
+    an = Analyzer()
     with tempfile.TemporaryDirectory(prefix='qmd-nb-keyword-') as d:
         c = dict(format=FORMAT, generation=generation(store), log_seq=0, counter=0, name='memory', segments=[])
-        c['segments'] = _build_segments(Path(d), _rows(store, None), c, Analyzer())
+        c['segments'] = _build_segments(Path(d), _analysed(store, _rows(store, None), an), c, an)
         return KeywordIndex(Path(d), c)
 
 def _current_sig(root:Path):

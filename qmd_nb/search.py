@@ -174,19 +174,9 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
     if not q.terms or not ki.n: return []
     raw, top = ki.scores(q.terms, p)
     s = bm25_norm(raw, top)
-    if names: s[~ki.collection_mask(names)] = 0
-    if doc_mask is not None: s[~doc_mask] = 0
-    f = parse_filter(filter)
-    if f and f.conditions: s[~filter_mask(store, f, ki.doc_ids)] = 0
-    ex, ex_phrases = _excluded_mask(ki, an, pq.excluded)
-    if ex is not None: s[ex] = 0
-    need = [x for x in (query_terms(an, ph) for ph in pq.phrases) if x.terms]
-    for x in need:
-        for t in x.unique: s[~ki.postings_mask(t)] = 0
-    avoid = [x for x in (query_terms(an, ph) for ph in ex_phrases) if x.terms]
+    need, avoid, ex_phrases = _filter(store, ki, s, an, pq, names, doc_mask, parse_filter(filter))
     k = max(p.proximity_depth, 4 * limit)
-    order = _ordered(s, ki.doc_ids, None if need or avoid else k)
-    g = _with_phrases(ki, order, need, avoid, k)
+    g = _with_phrases(ki, _ordered(s, ki.doc_ids, None if need or avoid else k), need, avoid, k)
     if not len(g): return []
     fs, why = _rescore(store, ki, g, s[g], q, p)
     o = np.lexsort((ki.doc_ids[g], -fs))
@@ -196,6 +186,18 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
                 explain=_story(why, o[c[0]]) if k_ < 2 * limit else None) for k_, c in enumerate(groups)] # stories for what may be shown
     checks = pq.phrases + ex_phrases # exact wording, checked on the text of the few hits shown
     return _verify(store, hits, pq.phrases, ex_phrases, limit) if checks else hits[:limit]
+
+def _filter(store, ki:KeywordIndex, s:np.ndarray, an:Analyzer, pq, names, doc_mask, f) -> tuple[list, list, list]:
+    "Zero the scores of what the filters leave out (collections, mask, metadata, exclusions, missing phrase words); the phrases to check."
+    if names: s[~ki.collection_mask(names)] = 0
+    if doc_mask is not None: s[~doc_mask] = 0
+    if f and f.conditions: s[~filter_mask(store, f, ki.doc_ids)] = 0
+    ex, ex_phrases = _excluded_mask(ki, an, pq.excluded)
+    if ex is not None: s[ex] = 0
+    need = [x for x in (query_terms(an, ph) for ph in pq.phrases) if x.terms]
+    for x in need:
+        for t in x.unique: s[~ki.postings_mask(t)] = 0
+    return need, [x for x in (query_terms(an, ph) for ph in ex_phrases) if x.terms], ex_phrases
 
 def bm25_params(store:Store) -> BM25Params:
     "The config's `bm25` settings, parsed once per version of the config file."
