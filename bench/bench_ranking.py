@@ -1,13 +1,16 @@
 """Ranking figures for issue 16 (documentation ranking), on three sets at once: winserver-ps, tldr-pages and SciFact.
 
-Usage: python bench/bench_ranking.py [--home DIR] [--query] [--skip-scifact]
+Usage: python bench/bench_ranking.py [--home DIR] [--query] [--skip-scifact] [--ablate]
 
 Prints, for `search` (and with --query for `query`, after embedding what is not embedded yet, which takes long):
 winserver-ps known-item MRR@10 / Hit@1 / Hit@10 / p50 (knownitem-400.tsv), tldr-pages known-item (200 page
 descriptions, bench/known_item.py's sample), the tldr question set (bench/questions-tldr.tsv), SciFact nDCG@10,
 keyword search latency in-process on winserver-ps (hits only, and whole results with snippets), and the wall time of a
 `qmd-nb search` process for a quoted 14-word phrase and for the same words unquoted (median of 7).
-Indexes live in --home (reused when given: the first run indexes winserver-ps and tldr-pages).
+Indexes live in --home (reused when given: the first run indexes winserver-ps and tldr-pages; a reused index is
+brought up to date first, so that an index an older version wrote is rebuilt in this format).
+--ablate also prints `search` on the four sets with each ranking rule turned off in turn (overview pages yielding,
+pages the others point to, exactness and proximity, near-copies collapsed): what each rule is worth, measured.
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -21,10 +24,11 @@ PHRASE = 'The cmdlet immediately returns an object that represents the job and t
 def store_for(home:Path, name:str, folder:Path):
     "A store holding one collection of `folder`, indexed on first use (a reused one is taken as it is)."
     from qmd_nb.store import Store
-    from qmd_nb.index import add_collection
+    from qmd_nb.index import add_collection, update
     st = Store(env={'QMD_NB_HOME': str(home/name)})
     t = time.perf_counter()
     if name not in st.config.collections: add_collection(st, folder, name=name, progress=False)
+    else: update(st, progress=False)
     print(f"{name}: {st.q('SELECT COUNT(*) FROM documents')[0][0]} documents ready in {time.perf_counter() - t:.1f} s", flush=True)
     return st
 
@@ -55,8 +59,23 @@ def process_times(home:Path) -> dict:
         out[name] = round(statistics.median(ts), 3)
     return out
 
+ABLATIONS = (('overview pages do not yield', dict(overview_yield=False)), ('no bonus for pages the others name', dict(authority_weight=0)),
+             ('no exactness or proximity', dict(phrase_weight=0, near_weight=0)), ('near-copies not collapsed', dict(duplicate_threshold=1.01)))
+
+def ablate(sets:dict, home:Path) -> dict:
+    "`search` figures (MRR@10; nDCG@10 on SciFact) with each rule off in turn, next to the setting in force."
+    from qmd_nb.hybrid import QueryParams
+    from qmd_nb.eval import known_item, evaluate
+    out = {}
+    for label, over in (('as tuned', {}),) + ABLATIONS:
+        p = QueryParams().updated(**over)
+        r = {name: known_item(st, tsv, 'search', p, progress=False).to_json()['mrr@10'] for name, (st, tsv) in sets.items()}
+        r['scifact'] = evaluate(DATA/'scifact', 'search', {'QMD_NB_HOME': str(home/'eval')}, p, progress=False).to_json()['ndcg@10']
+        out[label] = r
+    return out
+
 def main():
-    ap = argparse.ArgumentParser(); ap.add_argument('--home'); ap.add_argument('--query', action='store_true'); ap.add_argument('--skip-scifact', action='store_true')
+    ap = argparse.ArgumentParser(); ap.add_argument('--home'); ap.add_argument('--query', action='store_true'); ap.add_argument('--skip-scifact', action='store_true'); ap.add_argument('--ablate', action='store_true')
     a = ap.parse_args()
     home = Path(a.home or tempfile.mkdtemp(prefix='qmdnb-rank-')); home.mkdir(parents=True, exist_ok=True)
     from known_item import sample
@@ -81,6 +100,9 @@ def main():
     qs = [l.split('\t')[0] for l in (DATA/'winserver-ps'/'knownitem-400.tsv').read_text(encoding='utf-8').splitlines() if l.strip()]
     res['winserver-ps keyword latency'] = latency(ws, qs)
     res['winserver-ps search process'] = process_times(home/'ws')
+    if a.ablate:
+        sets = {'winserver-ps': (ws, DATA/'winserver-ps'/'knownitem-400.tsv'), 'tldr known-item': (tl, tldr_ki), 'tldr questions': (tl, ROOT/'bench'/'questions-tldr.tsv')}
+        for label, r in ablate(sets, home).items(): res[f'search, {label}'] = r
     for k, v in res.items(): print(f'{k:32s} {json.dumps(v)}')
 
 if __name__ == '__main__': main()
