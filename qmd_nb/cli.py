@@ -11,7 +11,7 @@ import argparse, json, os, sys
 # %% auto #0
 __all__ = ['SORTS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_search', 'cmd_get', 'cmd_multi_get', 'cmd_status',
            'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve', 'cmd_mcp_config', 'cmd_ingest',
-           'cmd_source', 'build_parser', 'main']
+           'cmd_source', 'build_parser', 'cmd_token', 'main']
 
 # %% ../nbs/90_cli.ipynb #c08af8be
 def _store(a):
@@ -96,10 +96,11 @@ def _params_shown(p) -> dict|None:
     return {**out, **({f.name: getattr(kw, f.name) for f in fields(kw)} if kw is not None else {})}
 
 def _remote(a, endpoint, **extra):
-    "Results from a running server (`--mode server`)."
+    "Results from a running server (`--mode server`), asked with this user's token (`QMD_NB_TOKEN`, or the default one)."
     from qmd_nb.serve import remote_search, server_url
+    from qmd_nb.auth import client_token
     body = dict(query=a.query, limit=a.n, min_score=a.min_score, collection=a.collection, filter=_filter(a), collapse=not getattr(a, 'all', False), **extra)
-    return remote_search(a.server or server_url(), endpoint, body)
+    return remote_search(a.server or server_url(a.env), endpoint, body, client_token(a.env))
 
 def cmd_get(a):
     "get"
@@ -260,12 +261,15 @@ def cmd_serve(a):
     if a.transport == 'mcp': return cmd_mcp(a)
     from qmd_nb.tools import Engine
     from qmd_nb.serve import serve
-    serve(Engine(_store(a)), a.transport, a.host, a.port, _csv_list(a.allowed_origins), _csv_list(a.allowed_hosts), _csv_list(a.tools) or ['qmd'])
+    serve(Engine(_store(a)), a.transport, a.host, a.port, _csv_list(a.allowed_origins), _csv_list(a.allowed_hosts), _csv_list(a.tools) or ['qmd'],
+          auth=not a.no_auth, oauth=not a.no_oauth, allow_paths=a.allow_path or [], cert=a.cert, key=a.key, public_url=a.public_url)
 
 def cmd_mcp_config(a):
     "mcp-config: ready-to-paste client configurations"
     from qmd_nb.serve import mcp_config, qmd_exe
-    print(mcp_config(qmd_exe(), a.index, os.environ.get('QMD_NB_HOME'), a.port))
+    from qmd_nb.auth import TokenStore, token_dir, default_token
+    env = os.environ if a.env is None else a.env
+    print(mcp_config(qmd_exe(), a.index, env.get('QMD_NB_HOME'), a.port, env.get('QMD_NB_TOKEN') or default_token(TokenStore(token_dir(a.env))), a.url))
 
 def _csv_list(vals): return [x.strip() for v in vals or [] for x in v.split(',') if x.strip()]
 
@@ -282,8 +286,16 @@ def _serve_parsers(sp):
     p.add_argument('--allowed-origins', action='append', metavar='ORIGINS', help='also accept requests from these browser Origins (comma-separated; http://host:* for any port)')
     p.add_argument('--allowed-hosts', action='append', metavar='HOSTS', help='also accept these Host headers (comma-separated; host:* for any port)')
     _tools_arg(p)
-    p = _sub(sp, 'mcp-config', cmd_mcp_config, 'Print MCP configurations for Claude Desktop, Claude Code and VS Code')
+    g = p.add_argument_group('security (HTTP)', 'requests need a bearer token by default (see qmd-nb token)')
+    g.add_argument('--no-auth', action='store_true', help='no tokens: anyone who reaches the port may use it (loopback addresses only)')
+    g.add_argument('--allow-path', action='append', metavar='DIR', help='let clients name files and folders under DIR (collections/add, ingest of paths); repeatable')
+    g.add_argument('--cert', metavar='PEM', help='TLS certificate: serve HTTPS (with --key)'); g.add_argument('--key', metavar='PEM', help='TLS private key')
+    g.add_argument('--no-oauth', action='store_true', help='no OAuth 2.1 for MCP clients (tokens only)')
+    g.add_argument('--public-url', metavar='URL', help='the URL clients reach the server at, when not http(s)://HOST:PORT (the OAuth issuer)')
+    p = _sub(sp, 'mcp-config', cmd_mcp_config, 'Print MCP configurations for Claude Desktop, Claude Code and VS Code (HTTP ones with your token)')
     p.add_argument('--port', type=_port, default=18765, help='port for the HTTP variant (default 18765)')
+    p.add_argument('--url', help='the server URL for the HTTP variant (default http://127.0.0.1:PORT)')
+    _token_parsers(sp)
 
 def _all_arg(p):
     p.add_argument('--all', action='store_true', help='show every copy of near-duplicate documents (default: once, "+N similar")')
@@ -391,6 +403,39 @@ def build_parser() -> argparse.ArgumentParser:
     _collection_parsers(sp); _search_parsers(sp); _ingest_parsers(sp)
     return p
 
+# %% ../nbs/90_cli.ipynb #d86cd23b
+def _when(t) -> str:
+    import datetime as dt
+    return 'never' if t is None else dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+
+def cmd_token(a):
+    "token create|list|revoke"
+    from qmd_nb.auth import TokenStore, token_dir
+    ts = TokenStore(token_dir(a.env))
+    if a.action == 'create':
+        secret, r = ts.create(a.scope, _csv_list([a.collections]) if a.collections is not None else None, a.expires, a.name)
+        print(secret)
+        lim = f", collections {', '.join(r['collections'])}" if r['collections'] else ''
+        print(f"Created token '{r['name']}' ({r['scope']}{lim}, expires {_when(r['expires'])}). It is shown only now; "
+              "send it as 'Authorization: Bearer <token>'.", file=sys.stderr)
+    elif a.action == 'revoke': print(f"Revoked '{ts.revoke(a.name)['name']}'")
+    else:
+        recs = ts.records()
+        if not recs: print("No tokens yet. 'qmd-nb serve --transport http' makes the default one; 'qmd-nb token create --scope read' makes more.")
+        for r in recs: print('\t'.join([r['name'], r['id'], r.get('kind', 'token'), r['scope'], ','.join(r.get('collections') or []) or 'all collections',
+                                         f"created {_when(r.get('created'))}", f"expires {_when(r.get('expires'))}"]))
+
+def _token_parsers(sp):
+    p = _sub(sp, 'token', cmd_token, 'Bearer tokens for the HTTP server: create, list, revoke')
+    cs = p.add_subparsers(dest='action', required=True, metavar='ACTION')
+    q = cs.add_parser('create', help='Make a token (printed once)')
+    q.add_argument('--scope', choices=('read', 'write', 'admin'), required=True, help='read: search and read; write: also ingest URLs, contexts, update; admin: also collections and server-side paths')
+    q.add_argument('--collections', metavar='A,B', help='only these collections')
+    q.add_argument('--expires', metavar='DURATION', help='e.g. 12h, 30d, 2w, 1y (default: never)')
+    q.add_argument('--name', help='a name to list and revoke it by')
+    cs.add_parser('list', help='List tokens and OAuth grants (no secrets)')
+    cs.add_parser('revoke', help='Revoke a token or OAuth grant by name or id').add_argument('name')
+
 # %% ../nbs/90_cli.ipynb #1ea4c2d7
 def main(argv:list[str]|None=None, # arguments (default: sys.argv[1:])
          env:dict|None=None # environment for index lookup (default: os.environ)
@@ -398,6 +443,7 @@ def main(argv:list[str]|None=None, # arguments (default: sys.argv[1:])
     "Run the `qmd-nb` command line; returns the exit code."
     from qmd_nb.config import QmdError
     a = build_parser().parse_args(argv)
+    if argv is None: os.umask(0o077) # the `qmd-nb` process: the index and its copies of documents are the owner's alone
     a.env = env
     try: return a.func(a) or 0
     except QmdError as e: print(f"Error: {e}", file=sys.stderr); return getattr(e, 'exit_code', 1)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEFAULT_MASK', 'QmdError', 'UsageError', 'NotFound', 'base_dirs', 'check_name', 'IndexPaths', 'index_paths',
-           'Collection', 'norm_context_path', 'contexts_for', 'Config', 'atomic_write']
+__all__ = ['DEFAULT_MASK', 'QmdError', 'UsageError', 'NotFound', 'Forbidden', 'base_dirs', 'check_name', 'IndexPaths',
+           'index_paths', 'private_dir', 'private_file', 'Collection', 'norm_context_path', 'contexts_for', 'Config',
+           'atomic_write']
 
 # %% ../nbs/00_config.ipynb #b2bede68
 class QmdError(Exception):
@@ -26,6 +27,10 @@ class UsageError(QmdError):
 class NotFound(QmdError):
     "A document, collection or context that does not exist."
     status = 404
+
+class Forbidden(QmdError):
+    "A request the caller is not allowed to make (a token without the scope, a path outside the allowed folders)."
+    status = 403
 
 # %% ../nbs/00_config.ipynb #7ef83019
 def base_dirs(env=None # environment to read (default `os.environ`)
@@ -71,6 +76,25 @@ def index_paths(name:str='index', # index name, as `--index NAME`
     cache, conf = base_dirs(env)
     check_name(name, 'index')
     return IndexPaths(name, cache/name, conf/f'{name}.json')
+
+# %% ../nbs/00_config.ipynb #e1d59ad6
+def private_dir(path:Path # a folder of qmd-nb's (index, config, library)
+               ) -> Path:
+    "Create `path` with mode 0700 (narrowing it if it exists, is ours and is wider); returns it."
+    path = Path(path); path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = path.stat()
+    if st.st_uid == os.geteuid() and st.st_mode & 0o077: os.chmod(path, 0o700)
+    return path
+
+def private_file(path:Path # a file to create (or narrow) with mode 0600
+                ) -> Path:
+    "Create `path` empty with mode 0600 if it is missing, or narrow it to 0600 if it is ours and wider; returns it."
+    path = Path(path)
+    try: os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        st = path.stat()
+        if st.st_uid == os.geteuid() and st.st_mode & 0o077: os.chmod(path, 0o600)
+    return path
 
 # %% ../nbs/00_config.ipynb #8a6dd7eb
 DEFAULT_MASK = '**/*.md'
@@ -126,10 +150,11 @@ class Config:
         return cls(colls, dict(d.get('contexts') or {}), dict(d.get('settings') or {}))
 
     def save(self, path:Path):
-        "Write atomically to `path`."
+        "Write atomically to `path` (mode 0600, in a folder of mode 0700)."
         d = dict(collections={n: dict(path=c.path, mask=c.mask, **({'description': c.description} if c.description else {}))
                               for n, c in self.collections.items()},
                  contexts=self.contexts, settings=self.settings)
+        private_dir(Path(path).parent)
         atomic_write(path, json.dumps(d, indent=2, ensure_ascii=False) + '\n')
 
 def atomic_write(path:Path, text:str):

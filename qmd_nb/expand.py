@@ -70,7 +70,7 @@ def prf_terms(store:Store, doc_ids:list[int], # top documents, best first
         if not toks: continue
         for t, c in Counter(toks).items():
             if t not in exclude and len(t) > 1 and not t.isdigit(): w[t] += (c / len(toks)) * (s / tot)
-    idf = dict(zip(w, ki.term_stats(list(w))[1]))
+    idf = dict(zip(w, ki.term_stats(list(w), store.allowed)[1]))
     for t in w: w[t] *= float(idf[t])
     return [t for t, _ in w.most_common(n_terms)]
 

@@ -14,7 +14,7 @@ from .config import Collection, DEFAULT_MASK, check_name, norm_context_path, Usa
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
 from .store import (Store, NewDoc, put_docs, touch_docs, remove_docs, drop_orphans, doc_index, set_problems,
                           mark_updated, get_collection, forget_collection, rename_in_catalog, cached_conversion,
-                          cache_conversions, library_files)
+                          cache_conversions, library_files, check_allowed)
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS
 from .fields import doc_stream
 from .keyword import keyword_index, refresh
@@ -231,7 +231,7 @@ def add_collection(store:Store, path:str, # folder to index
     "Add a folder as a collection and index it."
     folder = Path(path).expanduser().resolve()
     if not folder.is_dir(): raise UsageError(f"Not a folder: {path}")
-    name = check_name(name or re.sub(r'[^A-Za-z0-9_.-]+', '-', folder.name).strip('-.') or 'root')
+    name = check_allowed(store, check_name(name or re.sub(r'[^A-Za-z0-9_.-]+', '-', folder.name).strip('-.') or 'root'))
     if not [m for m in mask.split(',') if m.strip()]: raise UsageError("Empty --mask")
     with store.writing():
         store.reload_config()
@@ -261,7 +261,7 @@ def rename_collection(store:Store, old:str, new:str):
     with store.writing(): _rename(store, old, new)
 
 def _rename(store, old, new):
-    store.reload_config(); c = get_collection(store, old); check_name(new)
+    store.reload_config(); c = get_collection(store, old); check_allowed(store, check_name(new))
     if new in store.config.collections: raise UsageError(f"Collection '{new}' already exists")
     cfg, path, lib = store.config, c.path, store.paths.cache/'libraries'
     if Path(c.path) == lib/old and (lib/old).is_dir(): # a library: its managed folder follows its name

@@ -10,9 +10,9 @@ import hashlib, json, os, re, threading, time, uuid
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit, unquote
-from .config import Collection, QmdError, UsageError, NotFound, check_name
+from .config import Collection, QmdError, UsageError, NotFound, check_name, private_dir
 from .store import (Store, DocRow, put_docs, remove_docs, drop_orphans, add_problem, cached_conversion,
-                          cache_conversions, generation, now_iso, docs_by_ids)
+                          cache_conversions, generation, now_iso, docs_by_ids, check_allowed)
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS
 from .text import Analyzer
 from .index import prepare_doc, doc_meta
@@ -59,7 +59,7 @@ def ensure_library(store:Store, library:str) -> Collection:
     folder, c = library_dir(store, library), store.config.collections.get(library)
     if c is not None and not is_library(store, library):
         raise UsageError(f"'{library}' is a folder collection ({c.path}), not a library: ingest into another library name")
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder.parent); private_dir(folder)
     if c is None:
         c = store.config.collections[library] = Collection(library, str(folder), LIBRARY_MASK, 'Files and pages ingested one by one')
         store.save_config()
@@ -181,9 +181,10 @@ def chunk_count(store:Store, text:str, start:int, title:str, hash:str) -> int:
     from qmd_nb.embed import chunk_params
     return len(chunk_lines(text.split('\n'), title, start, **chunk_params(store.config.settings)))
 
-def _check_args(source, library, metadata):
+def _check_args(source, library, metadata, store=None):
     if not isinstance(source, str) or not source.strip(): raise UsageError("source must be a file path or an http(s) URL")
     check_name(library, 'library')
+    if store is not None: check_allowed(store, library) # a token limited to collections: refused before anything is fetched
     if metadata is not None and not isinstance(metadata, dict): raise UsageError(f"metadata must be an object (got {type(metadata).__name__})")
     try: json.dumps(metadata)
     except (TypeError, ValueError) as e: raise UsageError(f"metadata must be JSON: {e}") from None
@@ -196,7 +197,7 @@ def ingest(store:Store, source:str, # a file path or an http(s) URL
            max_bytes:int=200 * 2**20 # largest file or page accepted
           ) -> IngestResult:
     "Add one file or URL to a library: `indexed`, `replaced` or `skipped` (same content as last time)."
-    _check_args(source, library, metadata)
+    _check_args(source, library, metadata, store)
     src, data, kind, charset, name = _read_source(source.strip(), max_bytes)
     h = hashlib.sha256(data).hexdigest()
     with store.writing():
@@ -223,7 +224,9 @@ def _write(store, library, src, path, data, h, conv, metadata):
                       hash=excluded.hash, metadata=excluded.metadata, ingested_at=excluded.ingested_at""",
                    (library, src, path, h, json.dumps(metadata or {}, ensure_ascii=False), now_iso()))
     f = library_dir(store, library)/path
-    tmp = f.with_name(f'.{f.name}.tmp'); tmp.write_bytes(data); os.replace(tmp, f)
+    tmp = f.with_name(f'.{f.name}.tmp')
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'wb') as out: out.write(data) # a copy of someone's file: the owner's only
+    os.replace(tmp, f)
     st = f.stat()
     nd = prepare_doc(library, path, conv.text, h, Analyzer(), st.st_size, st.st_mtime, meta=doc_meta(conv.meta, src, metadata),
                      front_matter=conv.kind in ('md', 'txt'))
@@ -280,7 +283,7 @@ def _run_job(store, jid, source, library, metadata):
 
 def start_ingest(store:Store, source:str, library:str='default', metadata:dict|None=None) -> str:
     "Start ingesting in the background; returns the job id."
-    _check_args(source, library, metadata)
+    _check_args(source, library, metadata, store)
     jid, ts = uuid.uuid4().hex, now_iso()
     with store.tx() as db:
         db.execute("INSERT INTO jobs VALUES(?,?,?,?,?,?,?,?,?,?)", (jid, source.strip(), library, json.dumps(metadata), 'processing', None, None, os.getpid(), ts, ts))

@@ -112,7 +112,17 @@ class KeywordIndex:
                 self.live[o + np.load(root/s['deleted'])] = False
         self.n_live = sum(s['live'] for s in commit['segments'])
         self.flen_sum = np.sum([s['flen_sum'] for s in commit['segments']], axis=0) if self.segs else np.zeros(NF)
-        self._norms, self._weights, self._cached, self._lookups = {}, {}, 0, {}
+        self._norms, self._weights, self._cached, self._lookups, self._within = {}, {}, 0, {}, {}
+
+    def within(self, names) -> tuple[np.ndarray|None, int, np.ndarray]:
+        "(mask of the live slots, live count, field length sums) of the documents in collections `names` (None: all, no mask)."
+        if names is None: return None, self.n_live, self.flen_sum
+        key = frozenset(names)
+        if key not in self._within:
+            m = self.collection_mask(sorted(key)) & (True if self.live is None else self.live)
+            fl = np.sum([np.asarray(s.flen, np.float64)[m[o:o + s.n]].sum(0) for o, s in zip(self.offsets, self.segs)], axis=0) if self.segs else np.zeros(NF)
+            self._within[key] = (m, int(m.sum()), fl)
+        return self._within[key]
 
     def lookup(self, term:str) -> list[tuple[int, slice]]:
         "(segment, postings range) of a term in each segment that has it (remembered: queries ask for the same words again)."
@@ -122,8 +132,10 @@ class KeywordIndex:
             hit = self._lookups[term] = [(i, s.postings(t)) for i, s in enumerate(self.segs) if (t := s.term(term)) >= 0]
         return hit
 
-    def df(self, hits:list[tuple[int, slice]]) -> int:
+    def df(self, hits:list[tuple[int, slice]], mask:np.ndarray|None=None # count only these slots (live ones)
+          ) -> int:
         "Live documents among a term's postings."
+        if mask is not None: return sum(int(np.count_nonzero(mask[self.offsets[i] + np.asarray(self.segs[i].pdoc[sl])])) for i, sl in hits)
         n = 0
         for i, sl in hits:
             n += sl.stop - sl.start
@@ -131,41 +143,46 @@ class KeywordIndex:
                 n -= int(np.count_nonzero(~self.live[self.offsets[i] + self.segs[i].pdoc[sl]]))
         return n
 
-    def norms(self, p:BM25Params) -> list[np.ndarray]:
+    def norms(self, p:BM25Params, within=None # collections whose documents make the average length (None: all)
+             ) -> list[np.ndarray]:
         "Per segment, each document's `k1 (1 - b + b dl/avgdl)` under `p`'s field weights (cached per setting)."
-        key = (p.k1, p.b, tuple(p.weights))
+        key = (p.k1, p.b, tuple(p.weights), None if within is None else frozenset(within))
         if key not in self._norms:
-            w = p.weights; avg = float(self.flen_sum @ w) / max(self.n_live, 1)
+            _, n, flen_sum = self.within(within)
+            w = p.weights; avg = float(flen_sum @ w) / max(n, 1)
             self._norms[key] = [(p.k1 * (1 - p.b + p.b * (np.asarray(s.flen, np.float64) @ w) / (avg or 1.0))).astype(np.float32) for s in self.segs]
         return self._norms[key]
 
-    def weights(self, i:int, sl:slice, p:BM25Params) -> np.ndarray:
+    def weights(self, i:int, sl:slice, p:BM25Params, within=None) -> np.ndarray:
         "BM25F weights (before idf) of a postings range of segment `i`, kept for the next query that needs them."
-        key = (p.k1, p.b, tuple(p.weights), i, sl.start)
+        key = (p.k1, p.b, tuple(p.weights), i, sl.start, None if within is None else frozenset(within))
         w = self._weights.get(key)
         if w is None:
             if self._cached > 20_000_000: self._weights.clear(); self._cached = 0 # bounded: a long-lived server
             d = np.asarray(self.segs[i].pdoc[sl])
             tf = (np.asarray(self.segs[i].ptf[sl], np.float32) * p.weights.astype(np.float32)).sum(1) # no BLAS: exact, and no stray FP flags
-            w = self._weights[key] = bm25f_weight(tf, self.norms(p)[i][d])
+            w = self._weights[key] = bm25f_weight(tf, self.norms(p, within)[i][d])
             self._cached += len(w)
         return w
 
-    def term_stats(self, terms:list[str]) -> tuple[list, np.ndarray]:
+    def term_stats(self, terms:list[str], within=None # collections that make the statistics (None: all; a view: its own)
+                  ) -> tuple[list, np.ndarray]:
         "Each term's postings and idf (0 for a term no live document holds)."
-        hits = [self.lookup(t) for t in terms]
-        df = np.array([self.df(h) for h in hits], dtype=np.float64)
-        return hits, np.where(df > 0, lucene_idf(df, self.n_live), 0.0)
+        hits, (mask, n, _) = [self.lookup(t) for t in terms], self.within(within)
+        df = np.array([self.df(h, mask) for h in hits], dtype=np.float64)
+        return hits, np.where(df > 0, lucene_idf(df, n), 0.0)
 
-    def scores(self, terms:list[str], p:BM25Params) -> tuple[np.ndarray, float]:
+    def scores(self, terms:list[str], p:BM25Params, within=None # collections that make the statistics (None: all)
+              ) -> tuple[np.ndarray, float]:
         "Raw BM25F score of every slot for the query terms (a repeated term counts again), and the best reachable score."
-        hits, idf = self.term_stats(terms)
+        hits, idf = self.term_stats(terms, within)
         s = np.zeros(self.n, np.float32)
         for h, f in zip(hits, idf):
             if f <= 0: continue
             for i, sl in h:
-                np.add.at(s[self.offsets[i]:self.offsets[i + 1]], self.segs[i].pdoc[sl], np.float32(f) * self.weights(i, sl, p))
-        if self.live is not None: s[~self.live] = 0
+                np.add.at(s[self.offsets[i]:self.offsets[i + 1]], self.segs[i].pdoc[sl], np.float32(f) * self.weights(i, sl, p, within))
+        if within is not None: s[~self.within(within)[0]] = 0 # a view scores its own documents alone
+        elif self.live is not None: s[~self.live] = 0
         return s, float(idf.sum())
 
     def postings_mask(self, term:str) -> np.ndarray:
@@ -299,6 +316,7 @@ def apply_changes(store:Store, changed:list[int], # catalog ids of documents add
                   seq:int|None=None # the change-log position this brings the index to (default: the log's end)
                  ) -> dict:
     "Bring the keyword index up to date for these documents: old postings deleted, current ones in a new segment, merged by size."
+    store = store.root # one index over every collection: a view (`StoreView`) filters it by its collections
     root = store.paths.keyword_dir; root.mkdir(parents=True, exist_ok=True)
     prev = commit or load_commit(root)
     if prev is None: return _full(store, root, None)
@@ -313,6 +331,7 @@ def apply_changes(store:Store, changed:list[int], # catalog ids of documents add
 def refresh(store:Store, full:bool=False # build everything again
            ) -> dict:
     "For writers: bring the keyword index level with the catalog from its change log (or build it whole); the commit."
+    store = store.root # a view limited to some collections still builds (and shares) the whole index
     with store.writing():
         root = store.paths.keyword_dir; root.mkdir(parents=True, exist_ok=True)
         prev, seq = load_commit(root), _log_seq(store)
@@ -367,6 +386,7 @@ def _current_sig(root:Path):
 def keyword_index(store:Store, rebuild_stale:bool|None=None # bring it up to date first (None: when this thread is a writer)
                  ) -> KeywordIndex:
     "The store's keyword index: writers bring it up to date, readers take the last commit as it is (`stale` says if it lags)."
+    store = store.root # one index over every collection: a view (`StoreView`) filters it by its collections
     writer = getattr(store, 'is_writing', lambda: False)() if rebuild_stale is None else rebuild_stale
     sig, cur = _current_sig(store.paths.keyword_dir), store.cache.get('keyword')
     if not writer and sig is not None and cur is not None and store.cache.get('kwsig') == sig: # nothing committed since: no file read

@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS experience_vectors(id TEXT NOT NULL, fingerprint TEXT
 def ensure_schema(store:Store) -> Store:
     "Create the experience tables in the store's catalog (once per store object)."
     if not store.cache.get('recall_schema'):
-        with store.lock: store.db.executescript(RECALL_SCHEMA)
+        with store.root.lock: store.root.db.executescript(RECALL_SCHEMA) # a view's connection is read-only
         store.cache['recall_schema'] = True
     return store
 

@@ -72,8 +72,10 @@ def check_search_args(query, limit, min_score) -> tuple[str, int, float]:
     return query.strip(), limit, float(min_score)
 
 def collection_names(store:Store, collection) -> list[str]|None:
-    "Names from a collection filter (a name, comma-separated names, or a list), each checked to exist."
-    if collection is None or collection == '' or collection == []: return None
+    "Names from a collection filter (a name, comma-separated names, or a list), each checked to exist; a view's collections when none is given."
+    if collection is None or collection == '' or collection == []:
+        if store.allowed is None: return None
+        return sorted(n for n in store.allowed if n in store.config.collections) or sorted(store.allowed) # none exists: names that match nothing
     names = collection.split(',') if isinstance(collection, str) else list(collection)
     names = [n.strip() for n in names if isinstance(n, str) and n.strip()]
     for n in names: get_collection(store, n)
@@ -172,7 +174,7 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
     if not pq.words: raise UsageError("query has no search terms (only exclusions)")
     names, q = collection_names(store, collection), query_terms(an, ' '.join(pq.words))
     if not q.terms or not ki.n: return []
-    raw, top = ki.scores(q.terms, p)
+    raw, top = ki.scores(q.terms, p, store.allowed) # a view: statistics of its own collections
     s = bm25_norm(raw, top)
     need, avoid, ex_phrases = _filter(store, ki, s, an, pq, names, doc_mask, parse_filter(filter))
     k = max(p.proximity_depth, 4 * limit)

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult # imported where used: it brings numpy
 
 # %% auto #0
-__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'check_port', 'http_server', 'warm_in_background', 'profiles_ready', 'serve', 'qmd_exe',
-           'mcp_config', 'server_url', 'call_server', 'remote_search']
+__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'check_port', 'check_tls', 'http_server', 'public_base', 'http_security',
+           'warm_in_background', 'profiles_ready', 'serve', 'qmd_exe', 'mcp_config', 'server_url', 'call_server',
+           'remote_search']
 
 # %% ../nbs/23_serve.ipynb #83629449
 DEFAULT_PORT = 18765
 TRANSPORTS = ('mcp', 'http', 'both')
+LOOPBACK = ('127.0.0.1', 'localhost', '::1', '[::1]')
 
 def check_port(host:str, port:int):
     "Fail with a clear message if `host:port` cannot be bound (usually: a server is already there)."
@@ -28,13 +30,49 @@ def check_port(host:str, port:int):
         try: s.bind((host, port))
         except OSError as e: raise QmdError(f"Cannot listen on {host}:{port}: {e.strerror} (another qmd-nb serve? choose one with --port)")
 
-def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT, **app_kw):
+def check_tls(cert:str|None, key:str|None):
+    "Fail unless both or neither of a certificate and its key are given, as readable files."
+    if bool(cert) != bool(key): raise QmdError("--cert and --key go together: give both for HTTPS")
+    for f in (cert, key):
+        if f and not os.path.isfile(f): raise QmdError(f"Not a file: {f}")
+
+def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT,
+                cert:str|None=None, key:str|None=None, # a TLS certificate and key: serve HTTPS
+                **app_kw):
     "A uvicorn server for the REST API and MCP at /mcp (`.run()` it, or `await .serve()`)."
     import uvicorn
     from qmd_nb.rest import mk_app
+    check_tls(cert, key)
     cfg = uvicorn.Config(mk_app(engine, host, **app_kw), host=host, port=port, log_level='warning', access_log=False,
-                         lifespan='on', timeout_graceful_shutdown=5)
+                         lifespan='on', timeout_graceful_shutdown=5, ssl_certfile=cert, ssl_keyfile=key)
     return uvicorn.Server(cfg)
+
+# %% ../nbs/23_serve.ipynb #a79c7300
+def public_base(host:str, port:int, tls:bool=False, public_url:str|None=None) -> str:
+    "The URL clients reach the server at."
+    if public_url: return public_url.rstrip('/')
+    h = socket.getfqdn() if host in ('0.0.0.0', '::', '') else host
+    return f"{'https' if tls else 'http'}://{f'[{h}]' if ':' in h and not h.startswith('[') else h}:{port}"
+
+def http_security(host:str, port:int, auth:bool=True, # require tokens
+                  oauth:bool=True, # offer OAuth 2.1 to MCP clients (where it may run)
+                  tls:bool=False, public_url:str|None=None, env:dict|None=None) -> tuple[dict, list[str]]:
+    "(mk_app's `tokens` and `oauth` arguments, lines for the owner)."
+    loop = host in LOOPBACK
+    if not auth:
+        if not loop: raise QmdError(f"--no-auth serves only on a loopback address (127.0.0.1, ::1), not {host}: other machines would reach it without a token")
+        return dict(tokens=None, oauth=None), ["no authentication (--no-auth): every local user and program can use this server"]
+    from qmd_nb.auth import TokenStore, token_dir, default_token
+    ts = TokenStore(token_dir(env)); default_token(ts)
+    notes = [f"requests need a bearer token; yours is in {ts.folder/'token'} ('qmd-nb mcp-config' prints client configurations with it, "
+             "'qmd-nb token create' makes more)"]
+    if not (oauth and (loop or tls)):
+        if oauth: notes.append("OAuth is off: off loopback it needs HTTPS (--cert and --key)")
+        return dict(tokens=ts, oauth=None), notes
+    from qmd_nb.oauth import OAuthServer
+    base = public_base(host, port, tls, public_url)
+    notes.append(f"OAuth 2.1 for MCP clients (metadata at {base}/.well-known/oauth-authorization-server); approval codes appear here")
+    return dict(tokens=ts, oauth=OAuthServer(ts, base, base + '/mcp')), notes
 
 # %% ../nbs/23_serve.ipynb #5e25b5a7
 def warm_in_background(engine) -> threading.Thread:
@@ -78,19 +116,27 @@ def serve(engine, # the engine to serve
           transport:str='mcp', # mcp (stdio), http (REST + MCP at /mcp), or both
           host:str='127.0.0.1', port:int=DEFAULT_PORT,
           allowed_origins:list[str]|None=None, allowed_hosts:list[str]|None=None,
-          tools=('qmd',) # MCP tool profiles (see `qmd_nb.mcp.PROFILES`)
+          tools=('qmd',), # MCP tool profiles (see `qmd_nb.mcp.PROFILES`)
+          auth:bool=True, oauth:bool=True, # HTTP: require tokens; offer OAuth (see `http_security`)
+          allow_paths=(), # HTTP: folders whose files clients may name
+          cert:str|None=None, key:str|None=None, public_url:str|None=None # HTTP: TLS, and the URL clients use
          ):
     "Serve `engine` until end of input (stdio), Ctrl-C or SIGTERM."
     if transport not in TRANSPORTS: raise QmdError(f"Unknown transport {transport!r}: choose from {', '.join(TRANSPORTS)}")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format='qmd-nb: %(levelname)s %(name)s: %(message)s')
+    os.umask(0o077) # what the server writes (index, ingested copies, vectors) is its owner's alone
     tools = profiles_ready(engine, tools)
     if transport == 'mcp':
         from qmd_nb.stdio import serve_stdio
         try: return serve_stdio(engine, tools, on_ready=lambda: warm_in_background(engine.start_loading(delay=2.0)))
         finally: engine.close()
-    check_port(host, port)
-    server = http_server(engine.start_loading(delay=0.5), host, port, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts, tools=tools)
-    print(f"qmd-nb: REST on http://{host}:{port}, MCP (Streamable HTTP) on http://{host}:{port}/mcp", file=sys.stderr)
+    check_port(host, port); check_tls(cert, key)
+    sec, notes = http_security(host, port, auth, oauth, bool(cert), public_url)
+    roots = [str(Path(p).expanduser().resolve()) for p in allow_paths or []]
+    server = http_server(engine.start_loading(delay=0.5), host, port, cert, key, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
+                         tools=tools, allow_paths=roots, **sec)
+    url = public_base(host, port, bool(cert), public_url)
+    for line in [f"REST on {url}, MCP (Streamable HTTP) on {url}/mcp", *notes]: print(f"qmd-nb: {line}", file=sys.stderr)
     _stop_quietly(); warm_in_background(engine)
     try:
         if transport == 'http': return server.run()
@@ -107,7 +153,10 @@ def qmd_exe() -> str:
 def mcp_config(exe:str, # the qmd-nb executable
                index:str='index', # the --index in use
                home:str|None=None, # QMD_NB_HOME, if set
-               port:int=DEFAULT_PORT) -> str:
+               port:int=DEFAULT_PORT,
+               token:str|None=None, # the bearer token HTTP clients send
+               url:str|None=None # the server's URL (default: http://127.0.0.1:PORT)
+              ) -> str:
     "Ready-to-paste MCP client configurations."
     args = (['--index', index] if index != 'index' else []) + ['mcp']
     env = {'QMD_NB_HOME': home} if home else {}
@@ -115,35 +164,43 @@ def mcp_config(exe:str, # the qmd-nb executable
     desktop = json.dumps({'mcpServers': {'qmd-nb': server}}, indent=2)
     vscode = json.dumps({'servers': {'qmd-nb': {'type': 'stdio', **server}}}, indent=2)
     envs = ''.join(f' -e {k}={v}' for k, v in env.items())
-    http = json.dumps({'servers': {'qmd-nb': {'type': 'http', 'url': f'http://127.0.0.1:{port}/mcp'}}}, indent=2)
+    mcp_url = f"{(url or f'http://127.0.0.1:{port}').rstrip('/')}/mcp"
+    hdr = {'headers': {'Authorization': f'Bearer {token}'}} if token else {}
+    http = json.dumps({'servers': {'qmd-nb': {'type': 'http', 'url': mcp_url, **hdr}}}, indent=2)
+    code_http = json.dumps({'mcpServers': {'qmd-nb': {'type': 'http', 'url': mcp_url, **hdr}}}, indent=2)
     return '\n\n'.join([
         "# Claude Desktop: add to claude_desktop_config.json (Settings > Developer > Edit Config)", desktop,
         "# Claude Code: run", f"claude mcp add qmd-nb{envs} -- {exe} {' '.join(args)}",
         "# VS Code: .vscode/mcp.json in a workspace (or 'MCP: Open User Configuration')", vscode,
-        "# Any client, over HTTP, while 'qmd-nb serve --transport http' runs", http])
+        "# VS Code (and any client), over HTTP, while 'qmd-nb serve --transport http' runs" + (" (the token is a secret: keep the file private)" if token else ''), http,
+        "# Claude Code over HTTP: run", f"claude mcp add --transport http qmd-nb {mcp_url}" + (f" --header 'Authorization: Bearer {token}'" if token else ''),
+        "# or in .mcp.json", code_http])
 
 # %% ../nbs/23_serve.ipynb #ffa21df2
 def server_url(env:dict|None=None) -> str:
     "The server to talk to: `QMD_NB_SERVER`, or the default port on this machine."
     return (os.environ if env is None else env).get('QMD_NB_SERVER', f'http://127.0.0.1:{DEFAULT_PORT}').rstrip('/')
 
-def call_server(url:str, path:str, body:dict|None=None, timeout:float=300) -> dict:
+def call_server(url:str, path:str, body:dict|None=None, timeout:float=300,
+                token:str|None=None # the bearer token to send
+               ) -> dict:
     "POST `body` (GET when None) to a qmd-nb server; its JSON answer, or QmdError with the server's detail."
     import urllib.request, urllib.error
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url + path, data=data, headers={'Content-Type': 'application/json'})
+    req = urllib.request.Request(url + path, data=data, headers={'Content-Type': 'application/json', **({'Authorization': f'Bearer {token}'} if token else {})})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r: return json.loads(r.read())
     except urllib.error.HTTPError as e:
         try: detail = json.loads(e.read())['detail']
         except (ValueError, KeyError): detail = e.reason
-        raise QmdError(f"{detail} (server {url}, HTTP {e.code})")
+        hint = ". Set QMD_NB_TOKEN to a token of the server's user ('qmd-nb token create' there)" if e.code == 401 else ''
+        raise QmdError(f"{detail} (server {url}, HTTP {e.code}){hint}")
     except (urllib.error.URLError, ConnectionError, socket.timeout) as e:
         reason = getattr(e, 'reason', e)
         raise QmdError(f"No qmd-nb server answering at {url} ({reason}). Start one with 'qmd-nb serve --transport http', or drop --mode server")
 
 def remote_search(url:str, endpoint:str, # search, vsearch or query
-                  body:dict) -> list[SearchResult]:
+                  body:dict, token:str|None=None) -> list[SearchResult]:
     "Results of a search on a running server, as local search returns them."
     from qmd_nb.search import SearchResult
-    return [SearchResult(**r) for r in call_server(url, '/' + endpoint, body)['results']]
+    return [SearchResult(**r) for r in call_server(url, '/' + endpoint, body, token=token)['results']]

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json, sqlite3, threading, datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from .config import Config, Collection, IndexPaths, index_paths, NotFound
+from .config import Config, Collection, IndexPaths, index_paths, NotFound, Forbidden, private_dir, private_file
 
 # %% auto #0
 __all__ = ['SCHEMA', 'now_iso', 'DocRow', 'NewDoc', 'Store', 'get_collection', 'generation', 'put_docs', 'touch_docs',
            'remove_docs', 'drop_orphans', 'doc_index', 'docs_by_ids', 'doc_bodies', 'doc_body', 'cached_conversion',
            'cache_conversions', 'library_files', 'hashes_with_prefix', 'docid', 'is_docid', 'docs_by_docid',
-           'set_problems', 'add_problem', 'mark_updated', 'forget_collection', 'rename_in_catalog']
+           'set_problems', 'add_problem', 'mark_updated', 'forget_collection', 'rename_in_catalog', 'limit_config',
+           'check_allowed', 'StoreView']
 
 # %% ../nbs/03_store.ipynb #053d0239
 SCHEMA = """
@@ -97,8 +98,8 @@ class _WriteLock:
         s = self.s; s.wlock.acquire()
         if s._wdepth == 0:
             import fcntl
-            s.paths.cache.mkdir(parents=True, exist_ok=True)
-            s._wfile = open(s.paths.cache/'write.lock', 'a')
+            private_dir(s.paths.cache)
+            s._wfile = open(private_file(s.paths.cache/'write.lock'), 'a')
             fcntl.flock(s._wfile, fcntl.LOCK_EX)
         s._wdepth += 1
         return s
@@ -120,8 +121,9 @@ class Store:
                 ):
         self.paths = paths or index_paths(name, env)
         self.lock, self._db, self._config, self.cache = threading.RLock(), None, None, {}
-        self._config_sig = None
+        self._config_sig, self._views = None, {}
         self.wlock, self._wdepth, self._wfile = threading.RLock(), 0, None
+        self.root, self.allowed = self, None # a `StoreView` has the whole store as root and the collections it shows
 
     @property
     def config(self) -> Config:
@@ -135,7 +137,9 @@ class Store:
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
-            self.paths.cache.mkdir(parents=True, exist_ok=True)
+            private_dir(self.paths.cache.parent); private_dir(self.paths.cache) # the index copies documents: the owner's only
+            for f in (self.paths.db, *(self.paths.db.with_name(self.paths.db.name + x) for x in ('-wal', '-shm'))):
+                if f == self.paths.db or f.exists(): private_file(f) # SQLite gives -wal and -shm the catalog's mode
             db = sqlite3.connect(self.paths.db, timeout=30, check_same_thread=False, isolation_level=None)
             db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL')
             db.executescript(SCHEMA)
@@ -156,8 +160,19 @@ class Store:
         "Run a read query, returning all rows."
         with self.lock: return self.db.execute(sql, args).fetchall()
 
+    def view(self, collections # names a token may see (None: all)
+            ) -> Store:
+        "The store as seen by someone limited to `collections` (a `StoreView`; the store itself when None)."
+        if collections is None: return self
+        key = frozenset(collections)
+        if not key: raise Forbidden("A token limited to collections must name at least one")
+        with self.lock:
+            if key not in self._views: self._views[key] = StoreView(self, key)
+            return self._views[key]
+
     def close(self):
         if self._db is not None: self._db.close(); self._db = None
+        for v in self._views.values(): v.close()
 
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
@@ -318,3 +333,69 @@ def rename_in_catalog(store:Store, old:str, new:str):
         for t, c in (('documents', 'collection'), ('problems', 'collection'), ('collection_state', 'name'), ('ingested', 'library')):
             db.execute(f"UPDATE {t} SET {c}=? WHERE {c}=?", (new, old))
         _bump(db)
+
+# %% ../nbs/03_store.ipynb #167bf5d5
+_BY_COLLECTION = (('documents', 'collection'), ('problems', 'collection'), ('collection_state', 'name'), ('ingested', 'library'), ('jobs', 'library'))
+_BY_HASH = ('content', 'embedded', 'conversions') # rows reachable from an allowed document's content hash
+
+def _context_collection(key:str) -> str|None:
+    "The collection a context key belongs to (None for the global `/`)."
+    return key[6:].split('/')[0] if key.startswith('qmd://') else None
+
+def limit_config(cfg:Config, allowed:frozenset) -> Config:
+    "The part of a config about the `allowed` collections (the global context is left out: it may describe the others)."
+    return Config({n: c for n, c in cfg.collections.items() if n in allowed},
+                  {k: v for k, v in cfg.contexts.items() if _context_collection(k) in allowed}, dict(cfg.settings))
+
+def check_allowed(store:Store, name:str) -> str:
+    "`name` if the store may hold a collection of that name (any, unless it is a view), else `Forbidden`; the same answer whether it exists or not."
+    if store.allowed is not None and name not in store.allowed:
+        raise Forbidden(f"Not allowed: '{name}' is not one of this token's collections ({', '.join(sorted(store.allowed))})")
+    return name
+
+class StoreView(Store):
+    "A store limited to some collections: reads see only their rows and config; writes go to the whole store."
+    def __init__(self, root:Store, allowed:frozenset):
+        self.root, self.allowed, self.paths = root, frozenset(allowed), root.paths
+        self.lock, self._db, self.cache, self._views = threading.RLock(), None, {}, {}
+        self._config, self._seen = None, None
+
+    @property
+    def config(self) -> Config:
+        full = self.root.config # the same object until the file changes
+        if self._config is None or self._seen is not full: self._config, self._seen = limit_config(full, self.allowed), full
+        return self._config
+
+    def save_config(self):
+        "Merge this view's collections and contexts into the whole config and save it."
+        mine, full = self.config, self.root.config
+        stray = [n for n in mine.collections if n not in self.allowed] + [k for k in mine.contexts if _context_collection(k) not in self.allowed]
+        if stray: raise Forbidden(f"Not allowed to change {', '.join(stray)}: this token is limited to {', '.join(sorted(self.allowed))}")
+        for n in self.allowed:
+            if n in mine.collections: full.collections[n] = mine.collections[n]
+            else: full.collections.pop(n, None)
+        full.contexts = {**{k: v for k, v in full.contexts.items() if _context_collection(k) not in self.allowed}, **mine.contexts}
+        self.root.save_config(); self._config = None
+
+    def reload_config(self): self.root.reload_config(); self._config = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.root.db # the catalog exists, with its schema
+            db = sqlite3.connect(self.paths.db, timeout=30, check_same_thread=False, isolation_level=None)
+            names = ','.join("'" + n.replace("'", "''") + "'" for n in sorted(self.allowed))
+            for t, col in _BY_COLLECTION:
+                db.execute(f"CREATE TEMP VIEW {t} AS SELECT * FROM main.{t} WHERE {col} IN ({names})")
+            for t in _BY_HASH:
+                db.execute(f"CREATE TEMP VIEW {t} AS SELECT * FROM main.{t} x WHERE EXISTS "
+                           f"(SELECT 1 FROM main.documents d WHERE d.hash = x.hash AND d.collection IN ({names}))")
+            db.execute('PRAGMA query_only=ON') # this connection never writes: writes go through the root's transactions
+            self._db = db
+        return self._db
+
+    def writing(self): return self.root.writing()
+    def tx(self): return self.root.tx()
+    def view(self, collections) -> Store:
+        "A narrower view (within this one's collections)."
+        return self if collections is None else self.root.view(self.allowed & frozenset(collections))

@@ -10,16 +10,17 @@ import threading
 from dataclasses import dataclass
 from .config import QmdError, UsageError
 from .store import Store
+from .auth import confine
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.search import SearchResult
 from .docs import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc
 from .format import search_summary, status_text, doc_text
 
 # %% auto #0
-__all__ = ['QUERY_GUIDE', 'ModelNotLoaded', 'Engine', 'ToolResult', 'text_block', 'error_result', 'guarded', 'results_result',
-           'run_vsearch', 'run_query', 'search_tool', 'vsearch_tool', 'query_tool', 'has_vectors_any', 'resource_block',
-           'get_tool', 'multi_get_tool', 'status_structured', 'current_fingerprint', 'status_tool', 'read_document',
-           'instructions']
+__all__ = ['QUERY_GUIDE', 'ModelNotLoaded', 'Engine', 'EngineView', 'confine_path', 'ToolResult', 'text_block', 'error_result',
+           'guarded', 'results_result', 'run_vsearch', 'run_query', 'search_tool', 'vsearch_tool', 'query_tool',
+           'has_vectors_any', 'resource_block', 'get_tool', 'multi_get_tool', 'status_structured',
+           'current_fingerprint', 'status_tool', 'read_document', 'instructions']
 
 # %% ../nbs/20_tools.ipynb #78fd2e94
 class ModelNotLoaded(QmdError):
@@ -33,6 +34,7 @@ class Engine:
         self.store, self._factory, self._emb, self._lock = store, embedder_factory, None, threading.Lock()
         self._ready, self._error, self._began, self._closed = threading.Event(), None, False, False
         self.stopping, self._workers = threading.Event(), [] # background work checks `stopping`; `close` joins `_workers`
+        self.roots, self._views = None, {} # roots: the folders a client may name (None: any, as for the owner)
 
     def _load(self):
         with self._lock:
@@ -86,6 +88,30 @@ class Engine:
         self.start_loading(); self._ready.wait()
         if self._emb is None: raise ModelNotLoaded(f"Model not loaded: {self._error}")
         return self._emb
+
+# %% ../nbs/20_tools.ipynb #fa588bbe
+class EngineView:
+    "An engine as one HTTP client sees it: its own store view and path roots; everything else is the engine's."
+    def __init__(self, engine:Engine, store:Store, roots:tuple|None):
+        self.engine, self.store, self.roots = engine, store, roots
+    def __getattr__(self, name): return getattr(self.engine, name) # model, loading, background work
+
+def _view(self:Engine, collections=None, # collections the client may see (None: all)
+          roots=None # folders the client may name on the server's disk (None: any)
+         ) -> Engine|EngineView:
+    "The engine as a client limited to `collections` and `roots` sees it (the engine itself when both are None)."
+    if collections is None and roots is None: return self
+    key = (None if collections is None else frozenset(collections), None if roots is None else tuple(roots))
+    with self._lock:
+        if key not in self._views: self._views[key] = EngineView(self, self.store.view(key[0]), key[1])
+        return self._views[key]
+
+def confine_path(engine, path:str) -> str:
+    "`path` itself for the owner; for a client, the resolved path if it lies under its roots or its collections' folders, else `Forbidden`."
+    if engine.roots is None: return path
+    return confine(path, [*engine.roots, *(c.path for c in engine.store.config.collections.values())])
+
+Engine.view = _view
 
 # %% ../nbs/20_tools.ipynb #18110a9a
 @dataclass

@@ -112,8 +112,9 @@ def _ingest(engine, source:str, library, metadata) -> Ingested:
 @contract
 def ingest_file(engine, path:str, # a file, absolute or relative to the server's folder
                 library:str='default', metadata:Optional[dict]=None) -> Ingested:
-    "Convert a local file and index it in a library."
-    p = Path(_str('path', path)).expanduser()
+    "Convert a local file and index it in a library (over HTTP: a file under the folders the server may read)."
+    from qmd_nb.tools import confine_path
+    p = Path(confine_path(engine, _str('path', path))).expanduser()
     if not p.is_file(): raise NotFound(f"File not found: {path}")
     return _ingest(engine, str(p.resolve()), library, metadata)
 

@@ -276,6 +276,7 @@ def _build_exact(ids, M, metas) -> ExactIndex:
 
 def exact_index(store:Store, vs:VectorStore) -> ExactIndex:
     "The in-memory exact index of a vector store, from memory, its saved copy, or Chroma (in that order)."
+    store = store.root # every stored vector: shared by the views of the store, which mask it by collection
     gen = vector_generation(store, vs.fingerprint)
     key = ('exact', vs.fingerprint)
     if key in store.cache and store.cache[key][0] == gen: return store.cache[key][1]

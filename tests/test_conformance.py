@@ -1,7 +1,9 @@
 """MCP protocol conformance: revision negotiation and unknown methods over stdio (raw JSON-RPC and the SDK client), and
 the official conformance suite (npm @modelcontextprotocol/conformance, on Node 22 via tools/node.sh) against
-`qmd-nb serve --transport http`, with the expected failures of tests/conformance/ (each with its reason)."""
-import asyncio, json, re, socket, subprocess, time, urllib.request
+`qmd-nb serve --transport http`, with the expected failures of tests/conformance/ (each with its reason): the server
+scenarios (the suite sends no token: `--no-auth`) and the authorization-server scenarios against qmd-nb's OAuth."""
+import asyncio, json, re, socket, subprocess, threading, time, urllib.request
+import httpx, yaml
 from pathlib import Path
 import pytest
 from conftest import QMD_BIN, ROOT
@@ -104,12 +106,10 @@ def conformance_cli():
 def _free_port() -> int:
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
-@pytest.fixture
-def served(qmd, notes):
-    "`qmd-nb serve --transport http` on a free loopback port, over the notes fixture; yields the MCP URL."
-    qmd('collection', 'add', notes, '--name', 'notes')
+def _serve(qmd, *args):
+    "`qmd-nb serve --transport http` on a free loopback port; (process, base URL) once /health answers."
     port = _free_port()
-    p = subprocess.Popen([QMD_BIN, 'serve', '--transport', 'http', '--host', '127.0.0.1', '--port', str(port)], env=qmd.env,
+    p = subprocess.Popen([QMD_BIN, 'serve', '--transport', 'http', '--host', '127.0.0.1', '--port', str(port), *args], env=qmd.env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while True:
@@ -119,10 +119,20 @@ def served(qmd, notes):
             assert p.poll() is None, f"qmd-nb serve exited {p.returncode}: {p.stderr.read()}"
             assert time.monotonic() < deadline, "qmd-nb serve did not answer /health within 60 s"
             time.sleep(0.2)
-    yield f'http://127.0.0.1:{port}/mcp'
+    return p, f'http://127.0.0.1:{port}'
+
+def _stop(p):
     p.terminate()
     try: p.wait(timeout=20)
     except subprocess.TimeoutExpired: p.kill(); p.wait()
+
+@pytest.fixture
+def served(qmd, notes):
+    "A server over the notes fixture, without tokens (the suite's server scenarios cannot send one); yields the MCP URL."
+    qmd('collection', 'add', notes, '--name', 'notes')
+    p, url = _serve(qmd, '--no-auth')
+    yield url + '/mcp'
+    _stop(p)
 
 def _run_suite(cli, url, out:Path, baseline:Path, *args) -> dict:
     "Run the suite (its exit code is 0 only if every failure is in `baseline` and no baseline entry passes); returns {scenario: checks}."
@@ -158,3 +168,46 @@ def test_conformance_2026_07_28(conformance_cli, served, tmp_path):
                     'caching', 'http-header-validation', 'input-required-result-unsupported-methods'])
     passed = {c['id'] for c in res['server-stateless'] if c['status'] == 'SUCCESS'}
     assert len(passed) >= 20 and {'sep-2575-server-implements-discover', 'sep-2575-http-server-method-not-found-404'} <= passed, passed
+
+# -- the suite's authorization-server scenarios against qmd-nb's OAuth -------------------------------------------------
+
+def _approve(url:str, token:str, port:int):
+    "Play the user: open the authorization URL, approve on the consent page with the admin token, land on the suite's callback."
+    with httpx.Client(timeout=30) as h:
+        r = h.get(url, follow_redirects=False)
+        assert r.status_code == 302 and '/oauth/consent?request=' in r.headers['location'], (r.status_code, r.text)
+        rid = r.headers['location'].split('request=')[1]
+        assert h.get(r.headers['location']).status_code == 200
+        r = h.post(url.split('/authorize')[0] + '/oauth/consent', data={'request': rid, 'secret': token, 'scope': 'read', 'action': 'approve'}, follow_redirects=False)
+        assert r.status_code == 303 and r.headers['location'].startswith(f'http://127.0.0.1:{port}/callback?'), (r.status_code, r.text)
+        h.get(r.headers['location']) # the suite's callback server takes the code from there
+
+def test_conformance_authorization_server(conformance_cli, qmd, notes, tmp_path):
+    "The suite's authorization-server scenarios: RFC 8414 metadata, then the authorization code grant with PKCE, a client registered by RFC 7591."
+    qmd('collection', 'add', notes, '--name', 'notes')
+    p, base = _serve(qmd)
+    try:
+        token, cb = (qmd.home/'config'/'token').read_text().strip(), _free_port()
+        reg = httpx.post(base + '/register', json={'client_name': 'conformance', 'redirect_uris': [f'http://127.0.0.1:{cb}/callback'], 'token_endpoint_auth_method': 'none'})
+        assert reg.status_code == 201, reg.text
+        out = tmp_path/'auth-results'
+        suite = subprocess.Popen([*conformance_cli, 'authorization', '--url', base, '--client-id', reg.json()['client_id'], '--resource', base + '/mcp',
+                                  '-p', str(cb), '-o', str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+        lines, approving = [], None
+        for line in suite.stdout:
+            lines.append(line)
+            if line.startswith(base + '/authorize?') and approving is None:
+                approving = threading.Thread(target=_approve, args=(line.strip(), token, cb)); approving.start()
+        suite.wait(timeout=600)
+        if approving is not None: approving.join(60)
+        log = ''.join(lines)
+    finally: _stop(p)
+    scenario = lambda d: re.sub(r'-\d{4}-\d\d-\d\dT[\d-]+Z$', '', d.name.removeprefix('authorization-server-')) # authorization-server-<scenario>-<timestamp>
+    checks = {f"{scenario(d)}:{c['id']}": c for d in out.glob('*') for c in json.loads((d/'checks.json').read_text())} if out.exists() else {}
+    expected = yaml.safe_load((BASELINES/'expected-failures-auth.yml').read_text())['authorization']
+    assert {'authorization-server-metadata-endpoint:authorization-server-metadata', 'authorization-code-grant:authorization-code-grant'} <= set(checks), (sorted(checks), log[-3000:])
+    for k, c in checks.items():
+        assert c['status'] == expected.get(k, 'SUCCESS'), (k, c, log[-3000:])
+    assert set(expected) <= set(checks), "a stale entry in expected-failures-auth.yml"
+    print(f"conformance authorization scenarios: {sum(c['status'] == 'SUCCESS' for c in checks.values())} checks passed, "
+          f"{len(expected)} expected failures ({', '.join(expected)})")

@@ -1,4 +1,4 @@
-"The REST API and MCP over Streamable HTTP, on a real `qmd-nb serve` process and a real socket."
+"The REST API and MCP over Streamable HTTP, on a real `qmd-nb serve` process and a real socket, with the default token (tests/test_security.py probes the refusals)."
 import asyncio, json, signal, socket, sqlite3, subprocess, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -9,7 +9,7 @@ def free_port() -> int:
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 class Server:
-    "`qmd-nb serve` as a subprocess; stops it with SIGTERM and checks it went cleanly."
+    "`qmd-nb serve` as a subprocess, and an HTTP client sending the default token; stops it with SIGTERM and checks it went cleanly."
     def __init__(self, qmd, *args, transport='http', stdin=subprocess.DEVNULL):
         self.port = free_port(); self.url = f'http://127.0.0.1:{self.port}'
         self.p = subprocess.Popen([QMD_BIN, 'serve', '--transport', transport, '--port', str(self.port), *args], env=qmd.env,
@@ -22,7 +22,8 @@ class Server:
             assert self.p.poll() is None, f"server exited: {self.p.stderr.read().decode()}"
             assert time.time() - t0 < 30, "server did not start in 30 s"
             time.sleep(0.05)
-        self.http = httpx.Client(base_url=self.url, timeout=120)
+        self.token = (Path(qmd.home)/'config'/'token').read_text().strip() # made by serve on first use
+        self.http = httpx.Client(base_url=self.url, timeout=120, headers={'Authorization': f'Bearer {self.token}'})
 
     def post(self, path, body=None, **kw): return self.http.post(path, json=body, **kw)
     def get(self, path, **kw): return self.http.get(path, **kw)
@@ -35,10 +36,10 @@ class Server:
         return self.p.returncode, out.decode(), err.decode()
 
 @pytest.fixture
-def server(qmd, notes):
+def server(qmd, notes, tmp_path):
     qmd('collection', 'add', notes, '--name', 'notes')
     qmd('context', 'add', 'qmd://notes/journals', 'Daily journal entries')
-    s = Server(qmd)
+    s = Server(qmd, '--allow-path', tmp_path) # the tests add folders and ingest files from there
     yield s
     code, out, err = s.stop()
     assert code == 0 and out == '', (code, out, err)
@@ -150,7 +151,7 @@ BAD = [ # (method, path, body, status, words the detail must contain)
     ('post', '/multi_get', {'pattern': '../../etc/*'}, 404, 'No documents matched'), ('post', '/multi_get', {'pattern': 'x', 'max_bytes': -1}, 400, 'max_bytes'),
     ('post', '/embed', {'texts': 'abc'}, 400, 'texts'), ('post', '/embed', {'texts': [1]}, 400, 'texts.0'),
     ('post', '/collections/add', {'name': 'x'}, 400, 'path: required'), ('post', '/collections/add', {'name': '../x', 'path': '/tmp'}, 400, 'name'),
-    ('post', '/collections/add', {'name': 'x', 'path': '../../etc/passwd'}, 400, 'Not a folder'),
+    ('post', '/collections/add', {'name': 'x', 'path': '../../etc/passwd'}, 403, 'Path not allowed'),
     ('put', '/collections/notes', {}, 400, 'new_name'), ('put', '/collections/notes', {'new_name': 'a/b'}, 400, 'a/b'),
     ('put', '/collections/nope', {'new_name': 'b'}, 404, 'nope'), ('delete', '/collections/nope', None, 404, 'nope'),
     ('post', '/update', {'pull': 'yes please'}, 400, 'pull'), ('post', '/contexts/add', {'path': '/etc', 'text': 'x'}, 400, 'neither'),
@@ -200,9 +201,12 @@ def test_index_changes_are_queued_while_searches_go_on(server, qmd, tmp_path):
     db = sqlite3.connect(next(Path(qmd.home).rglob('*.sqlite')))
     assert db.execute('PRAGMA integrity_check').fetchone()[0] == 'ok'
 
-async def _mcp_http(url, fn):
+async def _mcp_http(server, fn):
     from mcp import Client
-    async with Client(url + '/mcp') as c: return await fn(c)
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+    http = create_mcp_http_client(headers={'Authorization': f'Bearer {server.token}'})
+    async with Client(streamable_http_client(server.url + '/mcp', http_client=http)) as c: return await fn(c)
 
 def test_mcp_over_streamable_http(server):
     async def run(c):
@@ -216,7 +220,7 @@ def test_mcp_over_streamable_http(server):
         out['doc'] = await c.read_resource('qmd://notes/cooking/pasta.md')
         out['prompt'] = await c.get_prompt('query')
         return out
-    o = asyncio.run(_mcp_http(server.url, run))
+    o = asyncio.run(_mcp_http(server, run))
     assert set(o['tools']) == {'search', 'vsearch', 'query', 'get', 'multi_get', 'status'}
     assert o['search'].content[0].text.startswith('Found 2 results for "rsync":') and o['search'].structured_content['results'][0]['file'] == 'notes/backup.md'
     assert o['vsearch'].is_error and 'Vector index not found' in o['vsearch'].content[0].text
@@ -292,7 +296,7 @@ def test_mcp_bad_input_is_refused_clearly(server, qmd):
         out = [(t, a, await c.call_tool(t, a)) for t, a, _ in MCP_BAD]
         unknown = await c.call_tool('drop_index', {})
         return out, unknown, await c.call_tool('search', {'query': 'rsync'})
-    out, unknown, after = asyncio.run(_mcp_http(server.url, run))
+    out, unknown, after = asyncio.run(_mcp_http(server, run))
     for (tool, args, r), (_, _, words) in zip(out, MCP_BAD):
         assert r.is_error and words in r.content[0].text, (tool, args, r.content[0].text)
     assert unknown.is_error and 'drop_index' in unknown.content[0].text

@@ -1,0 +1,461 @@
+"""Safe to serve: `qmd-nb serve --transport http` runs as root (the owner), the attacker runs as `nobody`, another local
+user, over real sockets. Every probe of issue 13 (server-side paths, Host/Origin tricks, CORS, file modes, ignored
+Authorization headers), then every REST endpoint and every MCP tool, resource, prompt and completion of every profile
+(qmd, recall, ldims, vectordb, mdq) with each kind of token: none, garbage, expired, revoked, read, write, admin, and
+read/write/admin limited to some collections. Each probe's status is asserted, and each answer is searched for what
+its asker must not see (a leak): the content, titles, file names, folder and name of a collection it may not see,
+experience records, a server-side secret file, and other tokens. The counts of probes and leaks are printed.
+
+The attacker's client is a small script run with the system Python (standard library only) by `su nobody`."""
+import json, os, re, shutil, subprocess, sys, tempfile, time, uuid
+from pathlib import Path
+import httpx, pytest
+from conftest import QMD_BIN, write_tree
+
+if os.geteuid() != 0 or shutil.which('su') is None: pytest.skip("needs root (to run the attacker as nobody)", allow_module_level=True)
+
+MARK = dict(vault='ZQX-SECRET-7731', title='Quetzalvault', file='hidden-plan-9', exp='EXPMARK-5521', srv='SRVFILE-4410', pub='PUBMARK-1200')
+TOTALS = {'probes': 0, 'leaks': 0}
+
+# -- the attacker: runs as nobody, executes a plan of requests, prints what it got ------------------------------------
+ATTACKER = r'''
+import http.client, json, os, sys
+plan = json.load(open(sys.argv[1]))
+
+def request(port, method, path, body=None, headers=None):
+    c = http.client.HTTPConnection('127.0.0.1', port, timeout=300)
+    h = dict(headers or {})
+    data = None if body is None else body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    if data is not None: h.setdefault('Content-Type', 'application/json')
+    try:
+        c.request(method, path, body=data, headers=h)
+        r = c.getresponse()
+        return dict(status=r.status, headers={k.lower(): v for k, v in r.getheaders()}, body=r.read(400000).decode('utf-8', 'replace'))
+    except OSError as e: return dict(status=-1, headers={}, body=f'{type(e).__name__}: {e}')
+    finally: c.close()
+
+def rpc_body(r):
+    "The JSON-RPC message of an answer (a JSON body or the first SSE data line)."
+    if r['headers'].get('content-type', '').startswith('text/event-stream'):
+        for line in r['body'].splitlines():
+            if line.startswith('data:') and line[5:].strip(): return line[5:].strip()
+        return ''
+    return r['body']
+
+def mcp(step):
+    auth = {'Authorization': 'Bearer ' + step['token']} if step.get('token') else {}
+    base = {'Accept': 'application/json, text/event-stream', **auth}
+    init = {'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'attacker', 'version': '1'}}}
+    r = request(step['port'], 'POST', '/mcp', init, base); r['body'] = rpc_body(r)
+    out = [dict(r, msg=init)]
+    sid = r['headers'].get('mcp-session-id')
+    h = {**base, **({'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-06-18'} if sid else {})}
+    request(step['port'], 'POST', '/mcp', {'jsonrpc': '2.0', 'method': 'notifications/initialized'}, h)
+    for i, (method, params) in enumerate(step['messages'], 1):
+        m = {'jsonrpc': '2.0', 'id': i, 'method': method, 'params': params}
+        r = request(step['port'], 'POST', '/mcp', m, h); r['body'] = rpc_body(r)
+        out.append(dict(r, msg=m))
+    if sid: request(step['port'], 'DELETE', '/mcp', None, h)
+    return out
+
+def file(step):
+    p = step['path']
+    try:
+        if os.path.isdir(p): return dict(status='listed', body=' '.join(os.listdir(p)))
+        with open(p, 'rb') as f: return dict(status='read', body=f.read(2000).decode('utf-8', 'replace'))
+    except PermissionError: return dict(status='EACCES', body='')
+    except FileNotFoundError: return dict(status='ENOENT', body='')
+
+res = []
+for step in plan:
+    if step['kind'] == 'http': res.append(request(step['port'], step['method'], step['path'], step.get('body'), step.get('headers')))
+    elif step['kind'] == 'mcp': res.append(mcp(step))
+    else: res.append(file(step))
+json.dump(res, sys.stdout)
+'''
+
+def attack(world, plan:list) -> list:
+    "Run the plan as nobody; its results, one per step."
+    box = world['box']
+    (box/'plan.json').write_text(json.dumps(plan)); (box/'plan.json').chmod(0o644)
+    r = subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"/usr/bin/python3 {box/'attacker.py'} {box/'plan.json'}"],
+                       capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+# -- the world: an index with a public and a private collection, tokens, three servers ---------------------------------
+TOKEN_KINDS = ('read', 'write', 'admin', 'read-pub', 'write-pub', 'admin-pub', 'none', 'garbage', 'expired', 'revoked')
+LIMITED = ['pub', 'publib', 'pubx', 'pubx2'] # what the -pub tokens may see
+
+def _serve(qmd, *args):
+    from test_rest import free_port
+    port = free_port()
+    log = open(qmd.home.parent/f'server-{port}.log', 'w') # read by nobody? no: it is in the owner's test folder
+    p = subprocess.Popen([QMD_BIN, 'serve', '--transport', 'http', '--port', str(port), *map(str, args)], env=qmd.env,
+                         stdout=subprocess.DEVNULL, stderr=log)
+    t0 = time.time()
+    while True:
+        try:
+            if httpx.get(f'http://127.0.0.1:{port}/health', timeout=1).status_code == 200: return p, port
+        except httpx.TransportError: pass
+        assert p.poll() is None, Path(log.name).read_text()
+        assert time.time() - t0 < 60, "server did not start"
+        time.sleep(0.1)
+
+@pytest.fixture(scope='module')
+def world(tmp_path_factory):
+    from conftest import Qmd
+    base = tmp_path_factory.mktemp('security')
+    qmd = Qmd(base/'home')
+    pub = write_tree(base/'pub', {'notes.md': f"# Public notes\n\nrsync plans for the backups. {MARK['pub']}\n", 'ops.md': "# Ops\n\nrsync nightly.\n"})
+    vault = write_tree(base/'vault7-data', {f"{MARK['file']}.md": f"# {MARK['title']} rsync plans\n\nThe rsync plans of the vault. {MARK['vault']}\n"})
+    os.chmod(vault, 0o700); os.chmod(vault/f"{MARK['file']}.md", 0o600)
+    allowed = write_tree(base/'allowed', {'memo.md': "# Memo\n\nrsync memo for the public library\n", 'extra/x.md': '# Extra\n\nrsync extra\n'})
+    secret_dir = base/'rootonly'; secret_dir.mkdir(mode=0o700)
+    srv = secret_dir/'secret.txt'; srv.write_text(f"password={MARK['srv']}\n"); srv.chmod(0o600)
+    (allowed/'link-secret').symlink_to(secret_dir); (allowed/'link-vault').symlink_to(vault) # inside an allowed folder, pointing out of it
+    qmd('collection', 'add', pub, '--name', 'pub'); qmd('collection', 'add', vault, '--name', 'vault7')
+    qmd('context', 'add', 'qmd://vault7', f"The {MARK['title']} collection")
+    qmd('embed') # so that the vector store's files are on disk too, and semantic search answers
+    tok = {k: qmd('token', 'create', '--scope', k.split('-')[0], *(['--collections', ','.join(LIMITED)] if k.endswith('-pub') else []), '--name', k).stdout.strip()
+           for k in ('read', 'write', 'admin', 'read-pub', 'write-pub', 'admin-pub')}
+    tok['expired'] = qmd('token', 'create', '--scope', 'admin', '--expires', '1h', '--name', 'expired').stdout.strip()
+    tok['revoked'] = qmd('token', 'create', '--scope', 'admin', '--name', 'revoked').stdout.strip()
+    qmd('token', 'revoke', 'revoked')
+    from qmd_nb.auth import TokenStore
+    TokenStore(base/'home'/'config').update(lambda d: [t.update(expires=time.time() - 60) for t in d['tokens'] if t['name'] == 'expired'])
+    tok['none'], tok['garbage'] = None, 'qmdnb_deadbeef_' + 'A' * 43
+    from qmd_nb.ingest import doc_uuid
+    from qmd_nb.store import Store
+    st = Store(env={'QMD_NB_HOME': str(base/'home')})
+    vault_hash = st.q("SELECT hash FROM documents WHERE collection='vault7'")[0][0]
+    st.close()
+    # an experience record (recall), which belongs to no collection
+    from qmd_nb.recall import Recall, submit_experience
+    st = Store(env={'QMD_NB_HOME': str(base/'home')})
+    assert submit_experience(Recall(st), title=f"rsync plans {MARK['exp']}", problem_description='rsync fails', solution='retry').success
+    st.close()
+    servers = {name: _serve(qmd, '--tools', tools, '--allow-path', allowed, '--allowed-origins', 'https://app.example')
+               for name, tools in (('qmd', 'qmd,recall,ldims'), ('vectordb', 'vectordb'), ('mdq', 'mdq'))}
+    box = Path(tempfile.mkdtemp(prefix='qmd-nb-attacker-')); box.chmod(0o755)
+    (box/'attacker.py').write_text(ATTACKER); (box/'attacker.py').chmod(0o644)
+    w = dict(qmd=qmd, base=base, home=base/'home', pub=pub, vault=vault, allowed=allowed, srv=srv, tok=tok, box=box,
+             ports={k: v[1] for k, v in servers.items()}, vault_docid='#' + vault_hash[:6], vault_uuid=doc_uuid('vault7', f"{MARK['file']}.md"))
+    yield w
+    for p, _ in servers.values():
+        p.terminate(); p.wait(30)
+    shutil.rmtree(box, ignore_errors=True)
+
+# -- judging ------------------------------------------------------------------------------------------------------------
+
+def forbidden(world, kind:str) -> list[str]:
+    "What an answer to a `kind` token must not contain."
+    other_tokens = [t for k, t in world['tok'].items() if t and k != kind]
+    words = [MARK['srv'], *other_tokens, world['home'].name + '/config']
+    vault = [MARK['vault'], MARK['title'], MARK['file'], MARK['exp'], 'vault7', str(world['vault'])]
+    if kind.endswith('-pub'): words += vault
+    if kind in ('none', 'garbage', 'expired', 'revoked'): words += vault + [MARK['pub'], 'Public notes', str(world['pub'])]
+    return words
+
+def leaks(world, kind:str, request, answer:str) -> list[str]:
+    "The forbidden strings in `answer` that the request did not itself contain (an echo is no leak)."
+    req = json.dumps(request)
+    return [w for w in forbidden(world, kind) if w and w in answer and w not in req]
+
+def gate_status(kind:str, scope:str|None, whole:bool=False) -> int|None:
+    "401/403 when the token cannot pass for this scope; None when it can (scope None: a public endpoint)."
+    if scope is None: return None
+    if kind in ('none', 'garbage', 'expired', 'revoked'): return 401
+    if ['read', 'write', 'admin'].index(kind.split('-')[0]) < ['read', 'write', 'admin'].index(scope): return 403
+    if whole and kind.endswith('-pub'): return 403
+    return None
+
+class Tally:
+    "Counts probes, collects wrong statuses and leaks, prints and asserts at the end."
+    def __init__(self, name): self.name, self.n, self.wrong, self.leaked = name, 0, [], []
+    def check(self, world, kind, what, request, status, want, answer):
+        self.n += 1
+        ok = status in want if isinstance(want, (set, tuple, list)) else status == want
+        if not ok: self.wrong.append((kind, what, status, want, answer[:300]))
+        if (lk := leaks(world, kind, request, answer)): self.leaked.append((kind, what, lk, answer[:300]))
+    def done(self):
+        TOTALS['probes'] += self.n; TOTALS['leaks'] += len(self.leaked)
+        print(f"\n{self.name}: {self.n} probes, {len(self.leaked)} leaks, {len(self.wrong)} wrong statuses")
+        for x in self.leaked: print('  LEAK', x)
+        for x in self.wrong: print('  WRONG', x)
+        assert not self.leaked, self.leaked[:10]
+        assert not self.wrong, self.wrong[:10]
+
+# -- REST -----------------------------------------------------------------------------------------------------------------
+
+def rest_probes(w) -> list:
+    "(name, method, path, body, scope, status for unlimited tokens, status for limited ones); None: not probed (destructive)."
+    vault_file = str(w['vault']/f"{MARK['file']}.md")
+    return [
+        ('search', 'POST', '/search', {'query': 'rsync plans'}, 'read', 200, 200),
+        ('search-vault', 'POST', '/search', {'query': 'rsync', 'collection': 'vault7'}, 'read', 200, 404),
+        ('vsearch', 'POST', '/vsearch', {'query': 'rsync plans', 'min_score': 0}, 'read', 200, 200),
+        ('query', 'POST', '/query', {'query': 'rsync plans'}, 'read', 200, 200),
+        ('query-vault', 'POST', '/query', {'query': 'rsync plans', 'collections': ['vault7']}, 'read', 200, 404),
+        ('get-vault', 'POST', '/get', {'file': f"vault7/{MARK['file']}.md"}, 'read', 200, 404),
+        ('get-typo', 'POST', '/get', {'file': 'vault7/hidden-plan-8.md'}, 'read', 404, 404),
+        ('get-docid', 'POST', '/get', {'file': w['vault_docid']}, 'read', 200, 404),
+        ('get-abs', 'POST', '/get', {'file': vault_file}, 'read', 200, 404),
+        ('get-server-file', 'POST', '/get', {'file': str(w['srv'])}, 'read', 404, 404),
+        ('get-traversal', 'POST', '/get', {'file': 'pub/../../rootonly/secret.txt'}, 'read', 404, 404),
+        ('multi_get', 'POST', '/multi_get', {'pattern': '*/*.md'}, 'read', 200, 200),
+        ('multi_get-vault', 'POST', '/multi_get', {'pattern': 'vault7/*.md'}, 'read', 200, 404),
+        ('multi_get-list', 'POST', '/multi_get', {'pattern': f"pub/ops.md, {w['vault_docid']}"}, 'read', 200, 200),
+        ('status', 'GET', '/status', None, 'read', 200, 200),
+        ('collections', 'GET', '/collections', None, 'read', 200, 200),
+        ('collection-vault', 'GET', '/collections/vault7', None, 'read', 200, 404),
+        ('contexts', 'GET', '/contexts', None, 'read', 200, 200),
+        ('job', 'GET', '/jobs/nope', None, 'read', 404, 404),
+        ('embed', 'POST', '/embed', {'texts': ['rsync']}, 'write', 200, 200),
+        ('update', 'POST', '/update', {}, 'write', 200, 200),
+        ('index', 'POST', '/index', None, 'write', 200, 200),
+        ('context-pub', 'POST', '/contexts/add', {'path': 'qmd://pub', 'text': 'Public notes of the team'}, 'write', 200, 200),
+        ('context-vault', 'POST', '/contexts/add', {'path': 'qmd://vault7', 'text': f"The {MARK['title']} collection"}, 'write', 200, {403, 404}),
+        ('context-global', 'POST', '/contexts/add', {'path': '/', 'text': 'everything'}, 'write', None, 403),
+        ('context-rm', 'DELETE', '/contexts/qmd://nope', None, 'write', 404, 404),
+        ('ingest-url-vault', 'POST', '/ingest', {'source': 'http://127.0.0.1:9/x.html', 'library': 'vault7'}, 'write', {400, 403, 502}, 403),
+        ('ingest-server-file', 'POST', '/ingest', {'source': str(w['srv']), 'library': 'publib'}, 'admin', 403, 403),
+        ('ingest-via-link', 'POST', '/ingest', {'source': str(w['allowed']/'link-secret'/'secret.txt'), 'library': 'publib'}, 'admin', 403, 403),
+        ('ingest-via-link-to-vault', 'POST', '/ingest', {'source': str(w['allowed']/'link-vault'/f"{MARK['file']}.md"), 'library': 'publib'}, 'admin', None, 403), # a collection's folder: the unlimited admin may
+        ('ingest-allowed', 'POST', '/ingest', {'source': str(w['allowed']/'memo.md'), 'library': 'publib'}, 'admin', 200, 200),
+        ('ingest-allowed-job', 'POST', '/ingest', {'source': str(w['allowed']/'memo.md'), 'library': 'publib', 'background': True}, 'admin', 202, 202),
+        ('collections-add-etc', 'POST', '/collections/add', {'name': 'etc', 'path': '/etc', 'glob_pattern': 'passwd,shadow'}, 'admin', 403, 403),
+        ('collections-add-secret', 'POST', '/collections/add', {'name': 'pubx', 'path': str(w['srv'].parent)}, 'admin', 403, 403),
+        ('collections-add-link', 'POST', '/collections/add', {'name': 'pubx', 'path': str(w['allowed']/'link-secret')}, 'admin', 403, 403),
+        ('collections-add-link-to-vault', 'POST', '/collections/add', {'name': 'pubx', 'path': str(w['allowed']/'link-vault')}, 'admin', None, 403),
+        ('collections-add', 'POST', '/collections/add', {'name': 'pubx', 'path': str(w['allowed']/'extra')}, 'admin', 200, 200),
+        ('collections-rename', 'PUT', '/collections/pubx', {'new_name': 'pubx2'}, 'admin', 200, 200),
+        ('collections-remove', 'DELETE', '/collections/pubx2', None, 'admin', 200, 200),
+        ('collections-rename-onto-vault', 'PUT', '/collections/pub', {'new_name': 'vault7'}, 'admin', 400, 403),
+        ('collections-rename-vault', 'PUT', '/collections/vault7', {'new_name': 'pubx'}, 'admin', None, 404),
+        ('collections-remove-vault', 'DELETE', '/collections/vault7', None, 'admin', None, 404),
+        ('health', 'GET', '/health', None, None, 200, 200),
+        ('openapi', 'GET', '/openapi.json', None, None, 200, 200),
+    ]
+
+def test_rest_endpoints_with_every_kind_of_token(world):
+    w, t = world, Tally('REST endpoints x tokens')
+    plan, meta = [], []
+    for kind in TOKEN_KINDS:
+        for name, method, path, body, scope, unl, lim in rest_probes(w):
+            want = gate_status(kind, scope) or (lim if kind.endswith('-pub') else unl)
+            if want is None: continue
+            hdr = {'Authorization': f"Bearer {w['tok'][kind]}"} if w['tok'][kind] else {}
+            plan.append(dict(kind='http', port=w['ports']['qmd'], method=method, path=path, body=body, headers=hdr)); meta.append((kind, name, want))
+    seen = {}
+    for (kind, name, want), step, r in zip(meta, plan, attack(w, plan)):
+        t.check(w, kind, name, {'path': step['path'], 'body': step['body']}, r['status'], want, r['body'])
+        if r['status'] == 401: assert r['headers'].get('www-authenticate', '').startswith('Bearer realm="qmd-nb"'), r['headers']
+        seen[kind, name] = r['body']
+    # the probes reached the data: what the unlimited token saw would have been a leak for the limited one
+    assert MARK['vault'] in seen['read', 'search'] and MARK['pub'] in seen['read-pub', 'search']
+    assert leaks(w, 'read-pub', {}, seen['read', 'search']) and leaks(w, 'none', {}, seen['read-pub', 'search'])
+    t.done()
+    st = w['qmd'].json('status', '--json') # the private collection is still there, whole
+    assert {c['name']: c['documents'] for c in st['collections']} == {'pub': 2, 'vault7': 1, 'publib': 1}
+
+# -- MCP ------------------------------------------------------------------------------------------------------------------
+
+def call(name, args): return ('tools/call', {'name': name, 'arguments': args})
+
+def mcp_probes(w) -> dict:
+    "profile server -> [(name, message, scope, whole-index)]: every tool, resource, prompt and completion."
+    vfile = f"vault7/{MARK['file']}.md"
+    return {
+        'qmd': [('tools/list', ('tools/list', {}), 'read', False), ('templates', ('resources/templates/list', {}), 'read', False),
+                ('search', call('search', {'query': 'rsync plans'}), 'read', False), ('search-vault', call('search', {'query': 'rsync', 'collection': 'vault7'}), 'read', False),
+                ('vsearch', call('vsearch', {'query': 'rsync plans', 'minScore': 0}), 'read', False), ('query', call('query', {'query': 'rsync plans'}), 'read', False),
+                ('get', call('get', {'file': vfile}), 'read', False), ('get-typo', call('get', {'file': 'vault7/hidden-plan-8.md'}), 'read', False),
+                ('get-docid', call('get', {'file': w['vault_docid']}), 'read', False), ('multi_get', call('multi_get', {'pattern': '*/*.md'}), 'read', False),
+                ('status', call('status', {}), 'read', False),
+                ('resource', ('resources/read', {'uri': f'qmd://{vfile}'}), 'read', False),
+                ('resource-typo', ('resources/read', {'uri': 'qmd://vault7/hidden-plan-8.md'}), 'read', False),
+                ('complete', ('completion/complete', {'ref': {'type': 'ref/resource', 'uri': 'qmd://{+path}'}, 'argument': {'name': 'path', 'value': ''}}), 'read', False),
+                ('complete-vault', ('completion/complete', {'ref': {'type': 'ref/resource', 'uri': 'qmd://{+path}'}, 'argument': {'name': 'path', 'value': 'vault7/'}}), 'read', False),
+                ('prompt', ('prompts/get', {'name': 'query'}), 'read', False),
+                ('query_experiences', call('query_experiences', {'keywords': 'rsync plans'}), 'read', True),
+                ('submit_experience', call('submit_experience', {'title': 'probe', 'problem_description': 'p', 'solution': 's'}), 'write', True),
+                ('searchDocuments', call('searchDocuments', {'query': 'rsync plans', 'filters': {'searchMode': 'exact'}}), 'read', False),
+                ('ldims-resource', ('resources/read', {'uri': f"ldims://docs/{w['vault_uuid']}/extracted_content"}), 'read', False)],
+        'vectordb': [('tools/list', ('tools/list', {}), 'read', False), ('search', call('search', {'query': 'rsync plans'}), 'read', False),
+                     ('search-vault', call('search', {'query': 'rsync', 'library': 'vault7'}), 'read', False),
+                     ('list_documents', call('list_documents', {}), 'read', False), ('list_libraries', call('list_libraries', {}), 'read', False),
+                     ('get_document', call('get_document', {'doc_id': w['vault_uuid']}), 'read', False),
+                     ('delete_document', call('delete_document', {'doc_id': w['vault_uuid']}), 'write', False),
+                     ('ingest_url', call('ingest_url', {'url': 'http://127.0.0.1:9/x.html', 'library': 'vault7'}), 'write', False),
+                     ('ingest_file-secret', call('ingest_file', {'path': str(w['srv']), 'library': 'publib'}), 'admin', False),
+                     ('ingest_file-etc', call('ingest_file', {'path': '/etc/passwd', 'library': 'publib'}), 'admin', False),
+                     ('ingest_file', call('ingest_file', {'path': str(w['allowed']/'memo.md'), 'library': 'publib'}), 'admin', False)],
+        'mdq': [('tools/list', ('tools/list', {}), 'read', False), ('search', call('search', {'query': 'rsync plans'}), 'read', False),
+                ('search-vault', call('search', {'query': 'rsync', 'source': 'vault7'}), 'read', False),
+                ('read_page', call('read_page', {'path': f"{MARK['file']}.md", 'source': 'vault7'}), 'read', False),
+                ('read_page-id', call('read_page', {'id': MARK['file']}), 'read', False),
+                ('read_page-abs', call('read_page', {'path': str(w['vault']/f"{MARK['file']}.md")}), 'read', False)],
+    }
+
+def test_mcp_tools_resources_prompts_of_every_profile(world):
+    w, t = world, Tally('MCP messages x profiles x tokens')
+    plan, meta = [], []
+    for server, probes in mcp_probes(w).items():
+        for kind in TOKEN_KINDS:
+            plan.append(dict(kind='mcp', port=w['ports'][server], token=w['tok'][kind], messages=[m for _, m, _, _ in probes]))
+            meta.append((server, kind, [('initialize', None, 'read', False), *probes]))
+    seen = {}
+    for (server, kind, probes), results in zip(meta, attack(w, plan)):
+        for (name, _, scope, whole), r in zip(probes, results):
+            seen[server, kind, name] = r['body']
+            want = gate_status(kind, scope, whole) or 200
+            t.check(w, kind, f'{server}:{name}', r['msg'], r['status'], want, r['body'])
+            if want == 403: assert 'insufficient_scope' in r['headers'].get('www-authenticate', ''), r['headers']
+            if name == 'initialize' and want == 200:
+                assert r['headers'].get('mcp-session-id'), r
+    for server in ('qmd', 'vectordb', 'mdq'): # the tools answered with data: the unlimited token's answers name the private collection
+        assert 'vault7' in seen[server, 'read', 'search'] and leaks(w, 'read-pub', {}, seen[server, 'read', 'search']), seen[server, 'read', 'search'][:500]
+        assert MARK['pub'] in seen[server, 'read-pub', 'search'] or 'pub' in seen[server, 'read-pub', 'search']
+    assert 'vault7' in seen['mdq', 'read', 'tools/list'] and 'vault7' not in seen['mdq', 'read-pub', 'tools/list'] # mdq names its sources in the descriptions
+    assert MARK['exp'] in seen['qmd', 'read', 'query_experiences']
+    t.done()
+
+def test_sessions_are_bound_to_their_token(world):
+    "A session opened with one token cannot be used with another (the SDK answers as if it did not exist)."
+    w, t = world, Tally('MCP session reuse')
+    port, hdr = w['ports']['qmd'], {'Accept': 'application/json, text/event-stream'}
+    init = {'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'owner', 'version': '1'}}}
+    r = httpx.post(f'http://127.0.0.1:{port}/mcp', json=init, headers={**hdr, 'Authorization': f"Bearer {w['tok']['admin']}"})
+    sid = r.headers['mcp-session-id']
+    m = {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call', 'params': {'name': 'search', 'arguments': {'query': 'rsync plans'}}}
+    for kind, want in (('read', 404), ('read-pub', {400, 404}), ('none', 401)):
+        h = {**hdr, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-06-18', **({'Authorization': f"Bearer {w['tok'][kind]}"} if w['tok'][kind] else {})}
+        res = attack(w, [dict(kind='http', port=port, method='POST', path='/mcp', body=m, headers=h)])[0]
+        t.check(w, kind, 'reuse-admin-session', m, res['status'], want, res['body'])
+    t.done()
+
+# -- the issue's probes: Host, Origin, CORS, content types, brute force, rate limits, live revocation ------------------------
+
+def test_headers_cors_and_forms(world):
+    w, t = world, Tally('Host/Origin/CORS probes')
+    port, adm = w['ports']['qmd'], {'Authorization': f"Bearer {w['tok']['admin']}"}
+    q = {'query': 'rsync plans'}
+    probes = [
+        ('host-prefix-trick', 'POST', '/search', q, {**adm, 'Host': 'localhost:evil.example'}, 421),
+        ('host-foreign', 'POST', '/search', q, {**adm, 'Host': 'evil.example'}, 421),
+        ('host-userinfo', 'POST', '/search', q, {**adm, 'Host': 'localhost@evil.example'}, 421),
+        ('host-ok', 'POST', '/search', q, {**adm, 'Host': f'localhost:{port}'}, 200),
+        ('origin-userinfo-trick', 'POST', '/search', q, {**adm, 'Origin': 'http://localhost:1@evil.example'}, 403),
+        ('origin-prefix-trick', 'POST', '/search', q, {**adm, 'Origin': 'http://localhost.evil.example'}, 403),
+        ('origin-foreign', 'POST', '/search', q, {**adm, 'Origin': 'https://evil.example'}, 403),
+        ('origin-null', 'POST', '/search', q, {**adm, 'Origin': 'null'}, 403),
+        ('origin-allowed', 'POST', '/search', q, {**adm, 'Origin': 'https://app.example'}, 200),
+        ('mcp-host-trick', 'POST', '/mcp', {'jsonrpc': '2.0', 'id': 1, 'method': 'ping'}, {**adm, 'Host': 'localhost:evil.example', 'Accept': 'application/json, text/event-stream'}, 421),
+        ('preflight-allowed', 'OPTIONS', '/search', None, {'Origin': 'https://app.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization, content-type'}, 204),
+        ('preflight-mcp', 'OPTIONS', '/mcp', None, {'Origin': 'https://app.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization, content-type, mcp-session-id, mcp-protocol-version'}, 204),
+        ('preflight-foreign', 'OPTIONS', '/search', None, {'Origin': 'https://evil.example', 'Access-Control-Request-Method': 'POST'}, 403),
+        ('form-post', 'POST', '/search', 'query=rsync', {**adm, 'Content-Type': 'application/x-www-form-urlencoded'}, 415),
+        ('text-post', 'POST', '/collections/add', '{"name": "etc", "path": "/etc"}', {**adm, 'Content-Type': 'text/plain'}, 415),
+        ('basic-auth', 'POST', '/search', q, {'Authorization': 'Basic YWRtaW46YWRtaW4='}, 401),
+        ('token-in-query', 'POST', f"/search?access_token={w['tok']['admin']}", q, {}, 401),
+        ('bearer-empty', 'POST', '/search', q, {'Authorization': 'Bearer '}, 401),
+        ('no-auth-collections-add', 'POST', '/collections/add', {'name': 'etc', 'path': '/etc', 'glob_pattern': 'passwd,shadow'}, {}, 401),
+        ('no-auth-ingest', 'POST', '/ingest', {'source': str(w['srv']), 'library': 'x'}, {}, 401),
+    ]
+    res = attack(w, [dict(kind='http', port=port, method=m, path=p, body=b, headers=h) for _, m, p, b, h, _ in probes])
+    for (name, m, p, b, h, want), r in zip(probes, res):
+        t.check(w, 'admin' if h.get('Authorization', '').startswith('Bearer qmdnb_') else 'none', name, {'path': p, 'body': b}, r['status'], want, r['body'])
+        cors = r['headers'].get('access-control-allow-origin')
+        if name.startswith('preflight-allowed') or name == 'preflight-mcp':
+            assert cors == 'https://app.example' and 'authorization' in r['headers']['access-control-allow-headers'], r['headers']
+        elif name == 'origin-allowed': assert cors == 'https://app.example' and 'mcp-session-id' in r['headers']['access-control-expose-headers']
+        else: assert cors is None, (name, r['headers'])
+    t.done()
+
+def test_oauth_endpoints_resist_guessing_and_floods(world):
+    "An anonymous local user can register a client and start an authorization, but cannot guess the approval code, and floods are slowed."
+    w, t = world, Tally('OAuth probes')
+    port = w['ports']['mdq'] # its own rate-limit buckets
+    cb = 'http://127.0.0.1:9/cb'
+    reg = attack(w, [dict(kind='http', port=port, method='POST', path='/register', body={'client_name': 'evil', 'redirect_uris': [cb], 'token_endpoint_auth_method': 'none'})])[0]
+    t.check(w, 'none', 'register', {}, reg['status'], 201, reg['body'])
+    cid = json.loads(reg['body'])['client_id']
+    q = f"/authorize?response_type=code&client_id={cid}&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcb&state=s&code_challenge={'A' * 43}&code_challenge_method=S256&scope=admin"
+    a = attack(w, [dict(kind='http', port=port, method='GET', path=q)])[0]
+    t.check(w, 'none', 'authorize', {}, a['status'], 302, a['body'])
+    rid = a['headers']['location'].split('request=')[1]
+    guesses = [dict(kind='http', port=port, method='POST', path='/oauth/consent', body=f'request={rid}&secret={n:08d}&scope=admin&action=approve',
+                    headers={'Content-Type': 'application/x-www-form-urlencoded'}) for n in range(6)]
+    res = attack(w, guesses)
+    for i, r in enumerate(res): t.check(w, 'none', f'guess-{i}', {}, r['status'], 403 if i < 5 else 400, r['body']) # five tries, then the request is gone
+    assert 'cancelled' in res[4]['body'] and 'expired or is unknown' in res[5]['body']
+    others = [dict(kind='http', port=port, method='POST', path='/register', body={'client_name': 'x', 'redirect_uris': ['http://evil.example/cb']})] \
+           + [dict(kind='http', port=port, method='POST', path='/token', body='grant_type=authorization_code&code=x&client_id=nope&code_verifier=' + 'a' * 50,
+                   headers={'Content-Type': 'application/x-www-form-urlencoded'}) for _ in range(35)]
+    res = attack(w, others)
+    t.check(w, 'none', 'register-evil-redirect', {}, res[0]['status'], 400, res[0]['body'])
+    codes = [r['status'] for r in res[1:]]
+    t.n += len(codes)
+    assert set(codes) <= {401, 429} and 429 in codes and codes.index(429) >= 29, codes # 30 a minute, then Retry-After
+    assert all(r['headers'].get('retry-after') for r in res[1:] if r['status'] == 429)
+    t.done()
+
+def test_revocation_reaches_running_servers(world):
+    w, t = world, Tally('revocation')
+    tok = w['qmd']('token', 'create', '--scope', 'read', '--name', 'short-lived').stdout.strip()
+    step = lambda port: dict(kind='http', port=port, method='POST', path='/search', body={'query': 'rsync plans'}, headers={'Authorization': f'Bearer {tok}'})
+    before = attack(w, [step(w['ports']['qmd'])])
+    w['qmd']('token', 'revoke', 'short-lived')
+    after = attack(w, [step(w['ports']['qmd'])] + [dict(kind='mcp', port=w['ports'][s], token=tok, messages=[]) for s in ('vectordb', 'mdq')])
+    t.check(w, 'read', 'before', {}, before[0]['status'], 200, before[0]['body'])
+    t.check(w, 'revoked', 'after-rest', {}, after[0]['status'], 401, after[0]['body'])
+    for r in after[1:]: t.check(w, 'revoked', 'after-mcp', {}, r[0]['status'], 401, r[0]['body'])
+    t.done()
+
+# -- files ----------------------------------------------------------------------------------------------------------------
+
+def test_index_files_are_the_owners_alone(world):
+    "Every file qmd-nb wrote (catalog, WAL, keyword and vector stores, ingested copies, tokens, config, job records) is 0600 in 0700 folders; nobody reads none."
+    w, t = world, Tally('files as nobody')
+    home = w['home']
+    files = [p for p in home.rglob('*')]
+    assert any(p.name == 'catalog.sqlite' for p in files) and any('libraries' in p.parts for p in files) and (home/'config'/'tokens.json').exists()
+    assert any(p.name == 'chroma.sqlite3' for p in files), sorted(str(p.relative_to(home)) for p in files) # the vector store's
+    wide = [f"{oct(p.stat().st_mode & 0o777)} {p}" for p in [home, *files] if not p.is_symlink() and p.stat().st_mode & 0o077]
+    assert not wide, wide[:20]
+    targets = [home/'cache'/'index'/'catalog.sqlite', home/'config'/'tokens.json', home/'config'/'token', home/'config'/'index.json',
+               next(p for p in files if 'libraries' in p.parts and p.is_file()), home/'cache', home/'config', w['srv']]
+    for p, r in zip(targets, attack(w, [dict(kind='file', path=str(p)) for p in targets])):
+        t.check(w, 'none', f'read {p.relative_to(w["base"])}', {}, r['status'], 'EACCES', r['body'])
+    t.done()
+
+def test_no_auth_is_loopback_only(world):
+    r = world['qmd']('serve', '--no-auth', '--host', '0.0.0.0', '--port', '1', ok=False)
+    assert r.returncode == 1 and '--no-auth serves only on a loopback address' in r.stderr
+
+def test_zz_totals():
+    print(f"\nsecurity probes: {TOTALS['probes']} probes, {TOTALS['leaks']} leaks")
+    assert TOTALS['probes'] > 500 and TOTALS['leaks'] == 0
+
+def test_https(qmd, notes, tmp_path):
+    "--cert/--key serve HTTPS; OAuth then runs off loopback too, with an https issuer."
+    from test_rest import free_port
+    qmd('collection', 'add', notes, '--name', 'notes')
+    cert, key = tmp_path/'cert.pem', tmp_path/'key.pem'
+    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
+                   check=True, capture_output=True)
+    port = free_port()
+    p = subprocess.Popen([QMD_BIN, 'serve', '--port', str(port), '--cert', cert, '--key', key], env=qmd.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url, ca = f'https://127.0.0.1:{port}', __import__('ssl').create_default_context(cafile=str(cert))
+        for _ in range(300):
+            try: httpx.get(url + '/health', verify=ca); break
+            except httpx.TransportError: time.sleep(0.1)
+        token = (qmd.home/'config'/'token').read_text().strip()
+        r = httpx.post(url + '/search', json={'query': 'rsync'}, headers={'Authorization': f'Bearer {token}'}, verify=ca)
+        assert r.status_code == 200 and r.json()['results'][0]['file'] == 'notes/backup.md'
+        assert httpx.get(url + '/.well-known/oauth-authorization-server', verify=ca).json()['issuer'] == url
+        with pytest.raises(httpx.TransportError): httpx.get(f'http://127.0.0.1:{port}/health') # no plain HTTP on that port
+    finally:
+        p.terminate(); p.wait(30)
