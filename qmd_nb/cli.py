@@ -91,16 +91,32 @@ def cmd_watch(a):
 def cmd_search(a):
     "search"
     from qmd_nb.search import search
-    from qmd_nb.format import format_results
-    res = _remote(a, 'search') if a.mode == 'server' else search(_store(a), a.query, a.n, a.collection, a.min_score, filter=_filter(a))
+    from qmd_nb.format import format_results, explain_text
+    sets, everything, explain = getattr(a, 'set', None), getattr(a, 'all', False), getattr(a, 'explain', False)
+    if a.mode == 'server':
+        if sets: from qmd_nb.config import UsageError; raise UsageError("--set works in local mode only (the server uses its own settings)")
+        res, p = _remote(a, 'search'), None
+    else:
+        from qmd_nb.keyword import BM25Params
+        st = _store(a); p = BM25Params.from_settings(st.config.settings).updated(**dict(sets or []))
+        res = search(st, a.query, a.n, a.collection, a.min_score, filter=_filter(a), collapse=not everything, explain=explain, params=p)
     out = format_results(res, a.query, a.format)
+    if explain and a.format == 'cli' and res: out = explain_text(res, _params_shown(p))
     if out: print(out)
+
+def _params_shown(p) -> dict|None:
+    "Every ranking parameter in force (keyword ones for search; the pipeline's and the keyword ones for query), for --explain."
+    from dataclasses import fields
+    if p is None: return None
+    kw = getattr(p, 'bm25', None)
+    out = {f.name: getattr(p, f.name) for f in fields(p) if f.name != 'bm25'}
+    return {**out, **({f.name: getattr(kw, f.name) for f in fields(kw)} if kw is not None else {})}
 
 def _remote(a, endpoint, **extra):
     "Results from a running server (`--mode server`), asked with this user's token (`QMD_NB_TOKEN`, or the default one)."
     from qmd_nb.serve import remote_search, server_url
     from qmd_nb.auth import client_token
-    body = dict(query=a.query, limit=a.n, min_score=a.min_score, collection=a.collection, filter=_filter(a), **extra)
+    body = dict(query=a.query, limit=a.n, min_score=a.min_score, collection=a.collection, filter=_filter(a), collapse=not getattr(a, 'all', False), **extra)
     return remote_search(a.server or server_url(a.env), endpoint, body, client_token(a.env))
 
 def cmd_get(a):
@@ -132,11 +148,20 @@ def cmd_status(a):
 
 def cmd_eval(a):
     "eval"
-    from qmd_nb.eval import evaluate
+    from qmd_nb.eval import evaluate, known_item
     from qmd_nb.hybrid import QueryParams
-    p = QueryParams().updated(**dict(a.set or []))
-    if a.no_rerank: p = p.updated(rerank='none')
-    r = evaluate(a.dir, a.mode, a.env, p)
+    from qmd_nb.config import UsageError
+    ki_file = getattr(a, 'known_item', None)
+    if (getattr(a, 'dir', None) is None) == (ki_file is None): raise UsageError("eval needs a BEIR folder or --known-item FILE (one of them)")
+    if ki_file:
+        st = _store(a)
+        p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
+        if a.no_rerank: p = p.updated(rerank='none')
+        r = known_item(st, ki_file, a.mode, p)
+    else:
+        p = QueryParams().updated(**dict(a.set or []))
+        if a.no_rerank: p = p.updated(rerank='none')
+        r = evaluate(a.dir, a.mode, a.env, p)
     print(json.dumps(r.to_json()) if a.json else r)
 
 # %% ../nbs/90_cli.ipynb #45d6f70c
@@ -157,7 +182,7 @@ def cmd_vsearch(a):
     from qmd_nb.vectors import vsearch
     from qmd_nb.format import format_results
     if a.mode == 'server': res = _remote(a, 'vsearch')
-    else: st = _store(a); res = vsearch(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, filter=_filter(a))
+    else: st = _store(a); res = vsearch(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, filter=_filter(a), collapse=not getattr(a, 'all', False))
     out = format_results(res, a.query, a.format)
     if out: print(out)
 
@@ -171,9 +196,10 @@ def cmd_query(a):
     else:
         st = _store(a)
         p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
-        res = query(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, p, rerank=False if a.no_rerank else None, explain=a.explain, filter=_filter(a))
+        res = query(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, p, rerank=False if a.no_rerank else None, explain=a.explain,
+                    filter=_filter(a), collapse=not getattr(a, 'all', False))
     out = format_results(res, a.query, a.format)
-    if a.explain and a.format == 'cli' and res: out = explain_text(res)
+    if a.explain and a.format == 'cli' and res: out = explain_text(res, _params_shown(p) if a.mode != 'server' else None)
     if out: print(out)
 
 # %% ../nbs/90_cli.ipynb #547c12f6
@@ -220,7 +246,9 @@ def _search_parsers(sp):
     p.add_argument('-c', '--collection', help='only these collections (comma-separated)')
     p.add_argument('--min-score', type=_score, default=0.0, help='drop results below this score, 0..1')
     p.add_argument('--format', choices=('cli', 'json', 'csv', 'md', 'xml', 'files'), default='cli')
-    _mode_args(p); _filter_args(p)
+    p.add_argument('--explain', action='store_true', help='show how each score was made, and the ranking parameters')
+    p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a bm25 ranking parameter (repeatable)')
+    _all_arg(p); _mode_args(p); _filter_args(p)
     p = _sub(sp, 'get', cmd_get, 'Print a document: path, collection/path, qmd:// URI, absolute path or #docid, optionally :LINE')
     p.add_argument('file'); p.add_argument('--from', dest='from_line', type=_positive_int, help='first line (1-based)')
     p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true')
@@ -230,8 +258,10 @@ def _search_parsers(sp):
     p.add_argument('--format', choices=('cli', 'json'), default='cli')
     p = _sub(sp, 'status', cmd_status, 'Show documents, collections, embedding backlog and index size')
     p.add_argument('--json', action='store_true')
-    p = _sub(sp, 'eval', cmd_eval, 'Evaluate ranking on a BEIR-format folder')
-    p.add_argument('dir'); p.add_argument('--mode', choices=('search', 'vsearch', 'query'), default='search')
+    p = _sub(sp, 'eval', cmd_eval, 'Evaluate ranking on a BEIR-format folder, or known-item search on this index')
+    p.add_argument('dir', nargs='?', help='a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv)')
+    p.add_argument('--known-item', metavar='FILE', help='TSV of query<TAB>page lines, run on this index: MRR@10, Hit@1, Hit@10, p50')
+    p.add_argument('--mode', choices=('search', 'vsearch', 'query'), default='search')
     p.add_argument('--no-rerank', action='store_true', help='query mode: skip the reranker')
     p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
     p.add_argument('--json', action='store_true')
@@ -286,6 +316,9 @@ def _serve_parsers(sp):
     p.add_argument('--url', help='the server URL for the HTTP variant (default http://127.0.0.1:PORT)')
     _token_parsers(sp)
 
+def _all_arg(p):
+    p.add_argument('--all', action='store_true', help='show every copy of near-duplicate documents (default: once, "+N similar")')
+
 def _mode_args(p):
     p.add_argument('--mode', choices=('local', 'server'), default='local', help='server: ask a running qmd-nb serve (warm model)')
     p.add_argument('--server', help='server URL for --mode server (default: $QMD_NB_SERVER or http://127.0.0.1:18765)')
@@ -333,7 +366,7 @@ def _vector_parsers(sp):
         p.add_argument('-c', '--collection', help='only these collections (comma-separated)')
         p.add_argument('--min-score', type=_score, default=ms, help=f'drop results below this score, 0..1 (default {ms})')
         p.add_argument('--format', choices=('cli', 'json', 'csv', 'md', 'xml', 'files'), default='cli')
-        _mode_args(p); _filter_args(p)
+        _all_arg(p); _mode_args(p); _filter_args(p)
         if name == 'query':
             p.add_argument('--explain', action='store_true', help='show how each score was made')
             p.add_argument('--no-rerank', action='store_true', help='skip the reranker')

@@ -18,6 +18,7 @@ from .store import (Store, NewDoc, DocRow, Known, put_docs, touch_docs, move_doc
                           generation, get_collection, forget_collection, rename_in_catalog, cached_conversion, cache_conversions,
                           library_files, check_allowed)
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS
+from .fields import doc_stream
 
 # %% auto #0
 __all__ = ['RACY_NS', 'glob_re', 'masks_re', 'mask_match', 'discover', 'doc_meta', 'prepare_doc', 'UpdateStats', 'set_total',
@@ -105,7 +106,7 @@ def prepare_doc(collection:str, path:str, text:str, hash:str, an:Analyzer, size=
     if 'file_type' not in fm and (ft := KINDS.get(os.path.splitext(path)[1].lower())): fm['file_type'] = ft
     body = text.split('\n', start)[-1] if start else text
     title = title or doc_title(fm, body.split('\n', 200)[:200], path)
-    return NewDoc(collection, path, hash, title, text, ' '.join(an.terms(body)), start, size, mtime, fm)
+    return NewDoc(collection, path, hash, title, text, doc_stream(an, text, start, fm), start, size, mtime, fm)
 
 # %% ../nbs/05_index.ipynb #ad2bd409
 @dataclass
@@ -302,11 +303,12 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
 
 # %% ../nbs/05_index.ipynb #3c0888c6
 def refresh_keyword(store:Store):
-    "Bring the keyword index up to date with the catalog; when nothing changed since the last refresh, at the cost of one catalog read."
-    mark = f"{generation(store)} {json.dumps(store.config.settings.get('bm25') or {}, sort_keys=True)}"
+    """Bring the keyword index level with the catalog: the documents its change log names since the last commit go into a
+    new segment (`qmd_nb.keyword.refresh`); when nothing changed since the last refresh, at the cost of one catalog read."""
+    mark = str(generation(store))
     if store.q("SELECT value FROM kv WHERE key='keyword_fresh'") == [(mark,)] and (store.paths.keyword_dir/'CURRENT').exists(): return
-    from qmd_nb.keyword import keyword_index # numpy and the index files: only when there is work for them
-    keyword_index(store)
+    from qmd_nb.keyword import refresh # numpy and the index files: only when there is work for them
+    refresh(store)
     with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES('keyword_fresh', ?)", (mark,))
 
 def update(store:Store, names:list[str]|None=None, # collections to update (default: all)

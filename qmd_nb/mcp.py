@@ -58,6 +58,9 @@ def import_sdk():
 def _models() -> tuple:
     "Pydantic models of the structured outputs (built on first use: pydantic is imported with the SDK)."
     from pydantic import BaseModel, Field
+    class Copy(BaseModel):
+        file: str = Field(description="collection/path of the copy")
+        docid: str
     class SearchResultItem(BaseModel):
         docid: str = Field(description="Short document id, e.g. #abc123; `get` accepts it")
         file: str = Field(description="collection/path of the document")
@@ -67,6 +70,7 @@ def _models() -> tuple:
         snippet: str = Field(description="The best-matching lines, each as `N: text` with its line number")
         line: int = Field(0, description="Line of the best match: use `get` with file `path:LINE`")
         page: Optional[int] = Field(None, description="Page of the best match, for documents with pages (PDF)")
+        duplicates: Optional[list[Copy]] = Field(None, description="Near-copies of this document (other versions, copies), not shown separately")
     class SearchOutput(BaseModel):
         results: list[SearchResultItem]
     class CollectionInfo(BaseModel):
@@ -310,6 +314,7 @@ def _qmd_tools(srv, engine:Engine):
     L = Annotated[int, Field(description="Maximum number of results", ge=1, le=1000)]
     C = Annotated[Optional[str], Field(description="Only search this collection")]
     F = Annotated[Optional[dict], Field(description=FILTER_HELP)]
+    K = Annotated[bool, Field(description="Show near-copies (other versions of a page, copied files) once, listed under the best-ranked one; false shows every copy")]
     Out = Annotated[CallToolResult, SearchOutput]
 
     async def answer(ctx:Context, name:str, fn, **args) -> CallToolResult:
@@ -320,12 +325,14 @@ def _qmd_tools(srv, engine:Engine):
         return to_call_result(r)
 
     @srv.tool(name='search', description=DESCRIPTIONS['search'], annotations=ro)
-    async def search(ctx:Context, query: Q, limit: L = 10, minScore: Annotated[float, Field(ge=0, le=1)] = 0, collection: C = None, filter: F = None) -> Out:
-        return await answer(ctx, 'search', search_tool, query=query, limit=limit, minScore=minScore, collection=collection, filter=filter)
+    async def search(ctx:Context, query: Q, limit: L = 10, minScore: Annotated[float, Field(ge=0, le=1)] = 0, collection: C = None, filter: F = None,
+                     collapse: K = True) -> Out:
+        return await answer(ctx, 'search', search_tool, query=query, limit=limit, minScore=minScore, collection=collection, filter=filter, collapse=collapse)
 
     @srv.tool(name='vsearch', description=DESCRIPTIONS['vsearch'], annotations=ro)
-    async def vsearch(ctx:Context, query: Q, limit: L = 10, minScore: Annotated[float, Field(ge=0, le=1)] = 0.3, collection: C = None, filter: F = None) -> Out:
-        return await answer(ctx, 'vsearch', vsearch_tool, query=query, limit=limit, minScore=minScore, collection=collection, filter=filter)
+    async def vsearch(ctx:Context, query: Q, limit: L = 10, minScore: Annotated[float, Field(ge=0, le=1)] = 0.3, collection: C = None, filter: F = None,
+                      collapse: K = True) -> Out:
+        return await answer(ctx, 'vsearch', vsearch_tool, query=query, limit=limit, minScore=minScore, collection=collection, filter=filter, collapse=collapse)
 
     @srv.tool(name='query', description=DESCRIPTIONS['query'], annotations=ro)
     async def query(ctx:Context, query: Annotated[Optional[str], Field(description="Natural-language question (or give searches)")] = None,
@@ -335,9 +342,9 @@ def _qmd_tools(srv, engine:Engine):
               intent: Annotated[Optional[str], Field(description="What you are trying to find out; steers re-ranking")] = None,
               rerank: bool = True,
               candidateLimit: Annotated[Optional[int], Field(description="Candidates to re-rank (default 40)", ge=1, le=200)] = None,
-              filter: F = None) -> Out:
+              filter: F = None, collapse: K = True) -> Out:
         r = await answer(ctx, 'query', query_tool, query=query, limit=limit, minScore=minScore, collection=collection, collections=collections,
-                         searches=searches, intent=intent, rerank=rerank, candidateLimit=candidateLimit, filter=filter)
+                         searches=searches, intent=intent, rerank=rerank, candidateLimit=candidateLimit, filter=filter, collapse=collapse)
         if not r.is_error and _client_wants(ctx, 'notice') and not has_vectors_any(engine.store):
             await _log(ctx, 'notice', "No embeddings yet: query answered from keyword search alone. Run 'qmd-nb embed' for semantic ranking.")
         return r

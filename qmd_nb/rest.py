@@ -6,8 +6,8 @@ Docs: https://qmd-nb.github.io/qmd-nb/rest.html.md"""
 
 # %% auto #0
 __all__ = ['LOOPBACK', 'FORM_PATHS', 'MAX_TEXTS', 'FilterSpec', 'SearchRequest', 'VSearchRequest', 'SubQuery', 'QueryRequest',
-           'ResultItem', 'SearchResponse', 'GetRequest', 'MultiGetRequest', 'DocumentOut', 'Notice', 'GetResponse',
-           'MultiGetResponse', 'CollectionOut', 'StatusResponse', 'EmbedRequest', 'EmbedResponse',
+           'Copy', 'ResultItem', 'SearchResponse', 'GetRequest', 'MultiGetRequest', 'DocumentOut', 'Notice',
+           'GetResponse', 'MultiGetResponse', 'CollectionOut', 'StatusResponse', 'EmbedRequest', 'EmbedResponse',
            'CollectionAddRequest', 'CollectionAdded', 'CollectionSummary', 'CollectionsResponse', 'CollectionDetail',
            'CollectionRemoved', 'RenameRequest', 'CollectionRenamed', 'Indexed', 'UpdateRequest', 'Updated',
            'ContextAddRequest', 'ContextAdded', 'ContextItem', 'ContextsResponse', 'ContextRemoved', 'Health',
@@ -56,6 +56,7 @@ class SearchRequest(_Body):
     min_score: float = Field(0.0, ge=0, le=1, description="Drop results scoring below this (0..1)")
     collection: Optional[str] = Field(None, description="Only these collections (comma-separated)")
     filter: Optional[FilterSpec] = None
+    collapse: bool = Field(True, description="Near-copies (other versions, copied files) shown once, listed under the best-ranked one")
 
     @property
     def conditions(self) -> dict|None: return self.filter.model_dump(exclude_none=True) if self.filter else None
@@ -77,11 +78,14 @@ class QueryRequest(SearchRequest):
     candidate_limit: Optional[int] = Field(None, ge=1, le=200, description="Candidates to re-rank (default 40)")
     explain: bool = Field(False, description="Add each result's score story")
 
+class Copy(BaseModel): file: str; docid: str
+
 class ResultItem(BaseModel):
     docid: str; file: str; title: str; score: float; context: Optional[str]; snippet: str
     line: int = Field(0, description="Line of the best match: `get` with file `path:LINE` reads from there")
     page: Optional[int] = Field(None, exclude_if=lambda v: v is None, description="Page of the best match, for documents with pages (PDF)")
     explain: Optional[dict] = Field(None, exclude_if=lambda v: v is None, description="query with explain=true: where the score came from")
+    duplicates: Optional[list[Copy]] = Field(None, exclude_if=lambda v: not v, description="Near-copies of this document, not listed separately")
 
 class SearchResponse(BaseModel):
     results: list[ResultItem]
@@ -252,16 +256,16 @@ def add_search_routes(app, engine:Engine):
     "POST /search, /vsearch, /query, /get, /multi_get and GET /status."
     E = lambda op: Depends(needs(engine, op))
     @app.post('/search', response_model=SearchResponse, responses=_ERRORS, summary="Keyword (BM25) search")
-    def search_ep(b: SearchRequest, e=E('search')): return _results(search(e.store, b.query, b.limit, b.collection, b.min_score, filter=b.conditions), b.query)
+    def search_ep(b: SearchRequest, e=E('search')): return _results(search(e.store, b.query, b.limit, b.collection, b.min_score, filter=b.conditions, collapse=b.collapse), b.query)
 
     @app.post('/vsearch', response_model=SearchResponse, responses=_ERRORS, summary="Semantic (vector) search; 503 without vectors")
-    def vsearch_ep(b: VSearchRequest, e=E('vsearch')): return _results(run_vsearch(e, b.query, b.limit, b.min_score, b.collection, b.conditions), b.query)
+    def vsearch_ep(b: VSearchRequest, e=E('vsearch')): return _results(run_vsearch(e, b.query, b.limit, b.min_score, b.collection, b.conditions, b.collapse), b.query)
 
     @app.post('/query', response_model=SearchResponse, responses=_ERRORS,
               summary="Hybrid search (keyword search alone while there are no vectors)")
     def query_ep(b: QueryRequest, e=E('query')):
         subs = [s.model_dump() for s in b.searches] if b.searches else None
-        res, text = run_query(e, b.query, b.limit, b.min_score, _collection(b), subs, b.intent, b.rerank, b.candidate_limit, b.explain, b.conditions)
+        res, text = run_query(e, b.query, b.limit, b.min_score, _collection(b), subs, b.intent, b.rerank, b.candidate_limit, b.explain, b.conditions, b.collapse)
         return _results(res, text)
 
     @app.post('/get', response_model=GetResponse, responses=_ERRORS, summary="One document, or lines of it")

@@ -36,6 +36,12 @@ CREATE TABLE IF NOT EXISTS ingested(library TEXT NOT NULL, source TEXT NOT NULL,
   metadata TEXT NOT NULL DEFAULT '{}', ingested_at TEXT NOT NULL, PRIMARY KEY(library, source), UNIQUE(library, path));
 CREATE TABLE IF NOT EXISTS jobs(id TEXT PRIMARY KEY, source TEXT NOT NULL, library TEXT NOT NULL, metadata TEXT, state TEXT NOT NULL,
   error TEXT, result TEXT, pid INTEGER, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS doc_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, doc_id INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS doc_log_insert AFTER INSERT ON documents BEGIN INSERT INTO doc_log(doc_id) VALUES(new.id); END;
+CREATE TRIGGER IF NOT EXISTS doc_log_update AFTER UPDATE OF hash, title, collection, path ON documents
+  WHEN old.hash IS NOT new.hash OR old.title IS NOT new.title OR old.collection IS NOT new.collection OR old.path IS NOT new.path
+  BEGIN INSERT INTO doc_log(doc_id) VALUES(new.id); END;
+CREATE TRIGGER IF NOT EXISTS doc_log_delete AFTER DELETE ON documents BEGIN INSERT INTO doc_log(doc_id) VALUES(old.id); END;
 """
 
 ADDED_COLUMNS = {'documents': (('inode', 'INTEGER'), ('mtime_ns', 'INTEGER'))} # columns newer than the first catalogs

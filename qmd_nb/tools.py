@@ -143,20 +143,22 @@ def results_result(results:list[SearchResult], q:str) -> ToolResult:
 
 # %% ../nbs/20_tools.ipynb #c3713080
 def run_vsearch(engine:Engine, query:str, limit:int=10, min_score:float=0.3, collection=None,
-                filter:dict|None=None # metadata conditions (see `qmd_nb.filter`)
+                filter:dict|None=None, # metadata conditions (see `qmd_nb.filter`)
+                collapse:bool=True # near-copies shown once, under the best-ranked one
                ) -> list[SearchResult]:
     "Semantic search results; `VectorIndexMissing` when there are no vectors for the model yet."
     from qmd_nb.vectors import vsearch, has_vectors, VectorIndexMissing # imported on first use: the MCP server starts without them
     emb = engine.embedder
     if not has_vectors(engine.store, emb.fingerprint): raise VectorIndexMissing()
-    return vsearch(engine.store, emb, query, limit, collection, min_score, filter)
+    return vsearch(engine.store, emb, query, limit, collection, min_score, filter, collapse)
 
 def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=0, collection=None,
               searches:list|None=None, # typed sub-queries [{type: lex|vec|hyde, query}], instead of `query`
               intent:str|None=None, # what the asker is after; it steers the reranker
               rerank:bool=True, candidate_limit:int|None=None, # candidates the reranker re-scores
               explain:bool=False, # attach each result's score story
-              filter:dict|None=None # metadata conditions (see `qmd_nb.filter`)
+              filter:dict|None=None, # metadata conditions (see `qmd_nb.filter`)
+              collapse:bool=True # near-copies shown once, under the best-ranked one
              ) -> tuple[list[SearchResult], str]:
     "Hybrid search results and the query text they answer (keyword search alone while there are no vectors)."
     from qmd_nb.hybrid import query as hybrid_query, QueryParams # imported on first use: the MCP server starts without them
@@ -170,28 +172,32 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
     emb = engine.embedder if has_vectors_any(engine.store) else None # no vectors: keyword search, no model needed
     text = query if query is not None else ' '.join(s.get('query', '') for s in searches if isinstance(s, dict))
     rq = f"{text} ({intent})" if intent and query is not None else query
-    return hybrid_query(engine.store, emb, rq, limit, collection, min_score, p, searches, None if rerank else False, explain, filter), text
+    return hybrid_query(engine.store, emb, rq, limit, collection, min_score, p, searches, None if rerank else False, explain, filter, collapse), text
 
 # %% ../nbs/20_tools.ipynb #258daf53
 @guarded
-def search_tool(engine:Engine, query:str, limit:int=10, minScore:float=0, collection:str|None=None, filter:dict|None=None) -> ToolResult:
+def search_tool(engine:Engine, query:str, limit:int=10, minScore:float=0, collection:str|None=None, filter:dict|None=None,
+                collapse:bool=True # near-copies shown once, listed under the best-ranked one (False: every copy)
+               ) -> ToolResult:
     "Keyword (BM25) search."
     from qmd_nb.search import search # numpy comes with it: on first use, not at server start
-    return results_result(search(engine.store, query, limit, collection, minScore, filter=filter), query)
+    return results_result(search(engine.store, query, limit, collection, minScore, filter=filter, collapse=collapse), query)
 
 @guarded
-def vsearch_tool(engine:Engine, query:str, limit:int=10, minScore:float=0.3, collection:str|None=None, filter:dict|None=None) -> ToolResult:
+def vsearch_tool(engine:Engine, query:str, limit:int=10, minScore:float=0.3, collection:str|None=None, filter:dict|None=None,
+                 collapse:bool=True) -> ToolResult:
     "Semantic (vector) search; an error when there are no vectors yet."
-    return results_result(run_vsearch(engine, query, limit, minScore, collection, filter), query)
+    return results_result(run_vsearch(engine, query, limit, minScore, collection, filter, collapse), query)
 
 @guarded
 def query_tool(engine:Engine, query:str|None=None, limit:int=10, minScore:float=0, collection:str|None=None,
                collections:list|None=None, # several collections (the singular `collection` works too)
                searches:list|None=None, intent:str|None=None, rerank:bool=True, candidateLimit:int|None=None,
-               filter:dict|None=None # metadata conditions (see `qmd_nb.filter`)
+               filter:dict|None=None, # metadata conditions (see `qmd_nb.filter`)
+               collapse:bool=True # near-copies shown once, listed under the best-ranked one
               ) -> ToolResult:
     "Hybrid search."
-    res, text = run_query(engine, query, limit, minScore, collections or collection, searches, intent, rerank, candidateLimit, filter=filter)
+    res, text = run_query(engine, query, limit, minScore, collections or collection, searches, intent, rerank, candidateLimit, filter=filter, collapse=collapse)
     return results_result(res, text)
 
 def has_vectors_any(store:Store) -> bool: return bool(store.q("SELECT 1 FROM embedded LIMIT 1"))

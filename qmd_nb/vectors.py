@@ -17,7 +17,7 @@ from .config import QmdError, UsageError
 from .chunk import chunk_lines, Chunk, wordpiece_counter, word_counter
 from .store import Store, doc_bodies, generation
 from .index import progress_bar, set_total
-from .search import Hit, SearchResult, check_search_args, collection_names, to_results, MAX_LIMIT
+from .search import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
 
 # %% auto #0
@@ -368,7 +368,8 @@ def has_vectors(store:Store, fingerprint:str) -> bool:
 
 def vector_hits(store:Store, embedder, query:str|None, limit:int=10, collection=None, min_score:float=0.0,
                 qv:np.ndarray|None=None, # a query vector to use instead of embedding `query`
-                filter:dict|Filter|None=None # metadata conditions (see `qmd_nb.filter`)
+                filter:dict|Filter|None=None, # metadata conditions (see `qmd_nb.filter`)
+                collapse:bool=True # near-copies shown once, under the best-ranked one
                ) -> list[Hit]:
     "Documents ranked by their best chunk's cosine similarity to the query."
     if not has_vectors(store, embedder.fingerprint): raise VectorIndexMissing()
@@ -377,23 +378,25 @@ def vector_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     vs = VectorStore(store, embedder.fingerprint)
     qv = embedder.embed_query(query) if qv is None else qv
     best = {}
-    for h, seq, sim, meta in vector_chunks(store, vs, qv, limit, names, allowed_hashes(store, f)):
+    for h, seq, sim, meta in vector_chunks(store, vs, qv, min(4 * limit, MAX_LIMIT) if collapse else limit, names, allowed_hashes(store, f)):
         if h not in best or sim > best[h][0]: best[h] = (sim, meta)
     rows = store.q(f"SELECT id, hash, collection FROM documents WHERE hash IN ({','.join('?' * len(best))}) ORDER BY id", list(best)) if best else []
     hits = [Hit(i, best[h][0], best[h][0], best[h][1]['start'], best[h][1]['end'], f"{h}:{best[h][1]['seq']}")
             for i, h, c in rows if (not names or c in names) and (ok is None or i in ok) and best[h][0] >= min_score]
-    return sorted(hits, key=lambda x: (-x.score, x.doc_id))[:limit]
+    hits = sorted(hits, key=lambda x: (-x.score, x.doc_id))
+    return (collapse_hits(store, hits) if collapse else hits)[:limit]
 
 # %% ../nbs/10_vectors.ipynb #dab8d092
 def vsearch(store:Store, embedder, query:str, # a question or description in natural language
             limit:int=10, # at most this many results
             collection=None, # a collection name, comma-separated names or a list
             min_score:float=0.3, # drop results whose cosine similarity is below this
-            filter:dict|Filter|None=None # metadata conditions, applied before the cut; `sort` orders by date
+            filter:dict|Filter|None=None, # metadata conditions, applied before the cut; `sort` orders by date
+            collapse:bool=True # near-copies shown once, listed under the best-ranked one (False: every copy)
            ) -> list[SearchResult]:
     "Semantic search: documents whose best chunk is nearest the query."
     query, limit, min_score = check_search_args(query, limit, min_score)
     f = parse_filter(filter)
-    if f and f.sort: hits = sort_hits(store, vector_hits(store, embedder, query, MAX_LIMIT, collection, min_score, filter=f), f.sort)[:limit]
-    else: hits = vector_hits(store, embedder, query, limit, collection, min_score, filter=f)
+    if f and f.sort: hits = sort_hits(store, vector_hits(store, embedder, query, MAX_LIMIT, collection, min_score, filter=f, collapse=collapse), f.sort)[:limit]
+    else: hits = vector_hits(store, embedder, query, limit, collection, min_score, filter=f, collapse=collapse)
     return to_results(store, hits, query)
