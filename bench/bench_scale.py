@@ -60,7 +60,7 @@ def queries_of(folder:Path) -> list[str]:
 
 def process_figures(folder:Path, env:dict, q:str) -> dict:
     "First index, update (nothing / one file changed), search process; the folder is indexed as collection 'c'."
-    first, _ = timed(['collection', 'add', str(folder), '--name', 'c'], env)
+    first, first_cpu = timed(['collection', 'add', str(folder), '--name', 'c'], env, cpu=True)
     timed(['update'], env) # the first update after an add may re-read files written during it (the racy rule)
     nochange = [timed(['update'], env, cpu=True) for _ in range(7)]
     victim = next(p for p in sorted(folder.rglob('*.md')) if p.stat().st_size > 500)
@@ -72,22 +72,25 @@ def process_figures(folder:Path, env:dict, q:str) -> dict:
         victim.write_bytes(orig); timed(['update'], env); time.sleep(1.1); timed(['update'], env)
     srch = [timed(['search', q, '-n', '10'], env) for _ in range(7)]
     cpu = [timed(['search', q, '-n', '10'], env, cpu=True)[1] for _ in range(7)]
-    return dict(first_index_s=first, update_nochange_s=med(w for w, _ in nochange), update_one_s=med(w for w, _ in one),
+    return dict(first_index_s=first, first_index_cpu_s=first_cpu, update_nochange_s=med(w for w, _ in nochange), update_one_s=med(w for w, _ in one),
                 search_process_s=med(s[0] for s in srch), search_peak_mib=max(s[1] for s in srch),
                 update_nochange_cpu_s=med(c for _, c in nochange), update_one_cpu_s=med(c for _, c in one), search_process_cpu_s=med(cpu))
 
-def keyword_p50(env:dict, queries:list[str]) -> float:
-    "In-process keyword search p50 (ms) over the queries, warm."
+def keyword_p50(env:dict, queries:list[str]) -> tuple[float, float]:
+    "In-process keyword search p50 (ms) over the queries, warm: wall time, and the thread's own CPU time (what a loaded machine does not inflate)."
     code = f"""
 import json, statistics, time
 from qmd_nb.store import Store
 from qmd_nb.search import search
 st = Store(env={{'QMD_NB_HOME': {env['QMD_NB_HOME']!r}}}); qs = {queries[:300]!r}
 for q in qs[:30]: search(st, q, 10)
-lat = []
-for q in qs: t = time.perf_counter(); search(st, q, 10); lat.append((time.perf_counter() - t) * 1000)
-print(statistics.median(lat))"""
-    return float(subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True).stdout)
+lat, cpu = [], []
+for q in qs:
+    t, c = time.perf_counter(), time.thread_time(); search(st, q, 10)
+    lat.append((time.perf_counter() - t) * 1000); cpu.append((time.thread_time() - c) * 1000)
+print(statistics.median(lat), statistics.median(cpu))"""
+    wall, cpu = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    return float(wall), float(cpu)
 
 EQUAL = """
 import json, sys, time
@@ -295,7 +298,7 @@ def main():
         else: timed(['update'], env)
         r['documents'] = int(json.loads(timed_out(['status', '--json'], env))['total_documents'])
         if 'equal' in phases: r['equal_to_full'] = equal_to_full(env, qs)
-        if 'keyword' in phases: r['keyword_p50_ms'] = keyword_p50(env, qs)
+        if 'keyword' in phases: r['keyword_p50_ms'], r['keyword_p50_cpu_ms'] = keyword_p50(env, qs)
         if 'breakdown' in phases: r['update_breakdown'] = update_breakdown(env)
         if 'watch' in phases and not a.no_watch and a.saves:
             vec = size in a.watch_vectors.split(',')
@@ -322,10 +325,10 @@ def timed_out(args, env) -> str:
 
 def report(results:dict):
     "The figures as a table, with the goals where the issue sets them."
-    rows = [('first index (s)', 'first_index_s'), ('update, nothing changed (s)', 'update_nochange_s'), ('  its CPU time (s)', 'update_nochange_cpu_s'),
+    rows = [('first index (s)', 'first_index_s'), ('  its CPU time (s)', 'first_index_cpu_s'), ('update, nothing changed (s)', 'update_nochange_s'), ('  its CPU time (s)', 'update_nochange_cpu_s'),
             ('update, one file changed (s)', 'update_one_s'), ('  its CPU time (s)', 'update_one_cpu_s'),
             ('search process start to exit (s)', 'search_process_s'), ('  its CPU time (s)', 'search_process_cpu_s'), ('search process peak RSS (MiB)', 'search_peak_mib'),
-            ('in-process keyword p50 (ms)', 'keyword_p50_ms'), ('watch: save to keyword-searchable (s)', 'watch_keyword_s'),
+            ('in-process keyword p50 (ms)', 'keyword_p50_ms'), ('  its CPU time (ms)', 'keyword_p50_cpu_ms'), ('watch: save to keyword-searchable (s)', 'watch_keyword_s'),
             ('watch: save to vector-searchable (s)', 'watch_vector_s')]
     sizes = results.get('sizes', {})
     print(f"{'figure':40s}" + ''.join(f"{s + ' (' + str(sizes[s].get('documents', '')) + ')':>16s}" for s in sizes) + '   goal 14k / 100k')
