@@ -215,7 +215,7 @@ class KeywordIndex:
         "Near-duplicate signatures of global slots, [len(g), bins]."
         seg, loc = self.locate(g)
         out = np.empty((len(seg), self.segs[0].sig.shape[1] if self.segs else 0), np.uint32)
-        for i in np.unique(seg): out[seg == i] = self.segs[i].sig[loc[seg == i]]
+        for i in set(seg.tolist()): out[seg == i] = self.segs[i].sig[loc[seg == i]]
         return out
 
 # %% ../nbs/04_keyword.ipynb #377ae0d7
