@@ -14,7 +14,7 @@ from .segment import EMPTY
 # %% auto #0
 __all__ = ['MAX_TERMS', 'BANDS', 'RUN_PAIRS', 'QueryTerms', 'query_terms', 'Occurrences', 'occurrences', 'exactness', 'nearness',
            'phrase_match', 'proximity_bonus', 'overview_targets', 'jaccard', 'similar_pairs', 'group_by_pairs',
-           'duplicate_groups', 'title_holders', 'mentions']
+           'duplicate_groups', 'title_holders', 'mentions', 'main_first']
 
 # %% ../nbs/04a_rank.ipynb #93f8a3d8
 MAX_TERMS = 64 # query words that take part in position matching
@@ -229,3 +229,20 @@ def title_holders(ki:KeywordIndex, g:np.ndarray, # candidate slots
 def mentions(ki:KeywordIndex, g:np.ndarray, titles:list[list[str]]) -> np.ndarray:
     "How many other candidates hold each candidate's title words: the one most others point to, among these."
     return title_holders(ki, g, titles).sum(0)
+
+# %% ../nbs/04a_rank.ipynb #f90be997
+def main_first(keys:list, # each candidate's family (same-named pages share one; None: none)
+               sizes, # documents in each candidate's folder
+               scores # candidate scores
+              ) -> np.ndarray:
+    "Scores where, in each family, the copy in the biggest folder takes the family's best score and the others follow in order."
+    s, fam = np.array(scores, dtype=np.float64), {}
+    for i, k in enumerate(keys):
+        if k is not None: fam.setdefault(k, []).append(i)
+    for members in fam.values():
+        if len(members) < 2: continue
+        by_score = sorted(members, key=lambda i: -s[i])
+        main = max(by_score, key=lambda i: sizes[i]) # the first of the biggest: a tie keeps the best-ranked
+        s[[main] + [i for i in by_score if i != main]] = np.sort(s[members])[::-1]
+    return s
+
