@@ -4,7 +4,8 @@ Usage: python bench/bench_ranking.py [--home DIR] [--query] [--skip-scifact] [--
 
 Prints, for `search` (and with --query for `query`, after embedding what is not embedded yet, which takes long):
 winserver-ps known-item MRR@10 / Hit@1 / Hit@10 / p50 (knownitem-400.tsv), tldr-pages known-item (200 page
-descriptions, bench/known_item.py's sample), the tldr question set (bench/questions-tldr.tsv), SciFact nDCG@10,
+descriptions, bench/known_item.py's sample), the tldr question set (bench/questions-tldr.tsv; and its tuning split
+bench/questions-tldr-dev.tsv), SciFact nDCG@10,
 keyword search latency in-process on winserver-ps (hits only, and whole results with snippets), and the wall time of a
 `qmd-nb search` process for a quoted 14-word phrase and for the same words unquoted (median of 7).
 Indexes live in --home (reused when given: the first run indexes winserver-ps and tldr-pages; a reused index is
@@ -92,6 +93,7 @@ def main():
         res[f'winserver-ps known-item {m}'] = known(ws, DATA/'winserver-ps'/'knownitem-400.tsv', m)
         res[f'tldr known-item {m}'] = known(tl, tldr_ki, m)
         res[f'tldr questions {m}'] = known(tl, ROOT/'bench'/'questions-tldr.tsv', m)
+        res[f'tldr questions dev {m}'] = known(tl, ROOT/'bench'/'questions-tldr-dev.tsv', m) # the tuning split, not a goal
     if not a.skip_scifact:
         from qmd_nb.eval import evaluate
         for m in modes:

@@ -12,7 +12,8 @@ from .config import UsageError
 from .text import Analyzer
 from .store import Store, docs_by_ids
 from .keyword import BM25Params, keyword_index
-from .search import Hit, SearchResult, keyword_hits, check_search_args, collection_names, to_results, collapse_hits, cited_by
+from .search import Hit, SearchResult, keyword_hits, check_search_args, collection_names, to_results, collapse_hits, cited_by, families
+from .rank import main_first
 from .vectors import VectorStore, vector_hits, has_vectors
 from .fusion import RankedList, Fused, rrf, zscore_fusion, blend, minmax
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
@@ -22,7 +23,7 @@ from .rerank import candidates, EmbedReranker, CrossEncoderReranker, HTTPReranke
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'get_reranker', 'QueryHit', 'list_weight', 'run_list', 'strong_probe',
            'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'rerank_order', 'rescore', 'explain_hit',
-           'cited_rerank', 'hybrid_hits', 'query', 'warm_reranker']
+           'cited_rerank', 'main_copies_first', 'hybrid_hits', 'query', 'warm_reranker']
 
 # %% ../nbs/11c_hybrid.ipynb #75093a6d
 @dataclass(frozen=True)
@@ -223,6 +224,13 @@ def cited_rerank(store:Store, hits:list, # the final ranking, best first
         if b and isinstance(h.explain, dict): h.explain['cited'] = round(float(b), 4)
     return sorted(out, key=lambda h: -h.score) + hits[len(top):]
 
+def main_copies_first(store:Store, hits:list, p:BM25Params, lex:list, n_terms:int) -> list:
+    "A question: of same-named pages in different folders among the top hits, the copy in the biggest folder leads (`main_first`)."
+    if not p.main_copy_first or n_terms < 2 or not hits or any((h.explain or {}).get('exact_words', 0) >= n_terms for h in lex): return hits
+    top = hits[:p.authority_depth]
+    s = main_first(*families(store, [h.doc_id for h in top]), [h.score for h in top])
+    return sorted([replace(h, score=float(x)) for h, x in zip(top, s)], key=lambda h: -h.score) + hits[len(top):]
+
 def _cache_key(store, embedder, query, limit, names, min_score, p, searches, flt=None, collapse=True):
     from qmd_nb.store import generation
     from qmd_nb.vectors import vector_generation
@@ -253,7 +261,8 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     byid, lines = {f.doc_id: f for f in fused}, {h.doc_id: h for hs in hits.values() for h in hs if h.line}
     out = [QueryHit(d, s, byid[d].score, lines[d].line if d in lines else 0, lines[d].end_line if d in lines else 0,
                     explain=explain_hit(d, lists, byid.get(d), rr.get(d), s)) for d, s in zip(ids, scores) if s >= min_score]
-    out = cited_rerank(store, out, p.bm25, hits.get('lex:user', []), len(Analyzer().terms(query or '')))
+    n_terms = len(Analyzer().terms(query or ''))
+    out = main_copies_first(store, cited_rerank(store, out, p.bm25, hits.get('lex:user', []), n_terms), p.bm25, hits.get('lex:user', []), n_terms)
     if collapse: out = collapse_hits(store, out, p.bm25.duplicate_threshold)
     out = sort_hits(store, out, flt.sort)[:limit] if flt else out[:limit]
     if key is None: return out

@@ -41,6 +41,7 @@ class BM25Params:
     authority_weight: float = 0.1 # a question (no candidate quotes it): bonus log(1 + the other top candidates holding a candidate's title)
     authority_depth: int = 30 # ... among this many top candidates
     authority_title_words: int = 3 # ... for titles of at most this many words (names, not sentences)
+    main_copy_first: bool = True # a question: of same-named pages in different folders, the copy in the biggest folder leads
     duplicate_threshold: float = 0.8 # estimated shingle overlap (Jaccard) from which results collapse into one
 
     @classmethod
@@ -215,7 +216,7 @@ class KeywordIndex:
         "Near-duplicate signatures of global slots, [len(g), bins]."
         seg, loc = self.locate(g)
         out = np.empty((len(seg), self.segs[0].sig.shape[1] if self.segs else 0), np.uint32)
-        for i in np.unique(seg): out[seg == i] = self.segs[i].sig[loc[seg == i]]
+        for i in set(seg.tolist()): out[seg == i] = self.segs[i].sig[loc[seg == i]]
         return out
 
 # %% ../nbs/04_keyword.ipynb #377ae0d7

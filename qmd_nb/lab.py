@@ -13,14 +13,14 @@ import numpy as np
 import pandas as pd
 from .config import QmdError, UsageError
 from .store import Store, docs_by_ids
-from .search import check_search_args
+from .search import check_search_args, families
 from .index import progress_bar
 from .fusion import RankedList, zscores, rrf_term, rank_bonus, minmax
 from .expand import parse_typed
 from .rerank import candidates
 from .vectors import has_vectors
 from .keyword import BM25Params, keyword_index
-from .rank import similar_pairs, group_by_pairs, title_holders
+from .rank import similar_pairs, group_by_pairs, title_holders, main_first
 from .text import Analyzer
 from .hybrid import QueryParams, gather, fuse, get_reranker, list_weight, wants_expansion, rerank_order
 from .eval import EvalReport, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
@@ -30,8 +30,8 @@ from .frames import METRICS, compare_runs
 __all__ = ['LIST_FIELDS', 'RERANK_FIELDS', 'CONTROLS', 'GROUPS', 'LAZY', 'Judged', 'read_judgements', 'read_known', 'key_of',
            'QueryLists', 'LabCache', 'query_lists', 'rerank_scores', 'build_cache', 'beir_lab', 'selected_lists',
            'reorder', 'exact_rankings', 'ListArrays', 'list_arrays', 'fast_fuse', 'fast_rankings', 'lab_rankings',
-           'near_copies', 'title_holders_of', 'cited_order', 'lab_metrics', 'sweep', 'metric_values', 'changed',
-           'apply_params', 'eval_command', 'control', 'svg_plot', 'RankingLab', 'ranking_lab']
+           'near_copies', 'title_holders_of', 'cited_order', 'main_order', 'lab_metrics', 'sweep', 'metric_values',
+           'changed', 'apply_params', 'eval_command', 'control', 'svg_plot', 'RankingLab', 'ranking_lab']
 
 # %% ../nbs/31_lab.ipynb #210d1ae9
 @dataclass
@@ -244,6 +244,7 @@ def lab_rankings(c:LabCache, p:QueryParams, exact:bool=False, # through `hybrid.
     out = {}
     for i, (q, (ids, sc)) in enumerate(zip(c.qids, runs)):
         if held is not None: ids = cited_order(ids, sc, held[i], ql[i], p.bm25)
+        ids = main_order(c.store, ids, ql[i], p.bm25)
         rels = c.judged.qrels.get(q, {})
         groups = group_by_pairs(ids, near[i])[:100] if near[i] else [[d] for d in ids[:100]]
         out[q] = [k for g in groups if (k := _judged(g, keys, rels)) is not None]
@@ -282,6 +283,13 @@ def cited_order(ids:list, scores:list, held:tuple, q:QueryLists, bm:BM25Params) 
     pos, M = held
     top = ids[:bm.authority_depth]; idx = [pos[d] for d in top]
     s = np.array(scores[:len(top)]) + bm.authority_weight * np.log1p(M[np.ix_(idx, idx)].sum(0))
+    return [top[j] for j in np.argsort(-s, kind='stable')] + list(ids[len(top):])
+
+def main_order(store:Store, ids:list, q:QueryLists, bm:BM25Params) -> list:
+    "The order `hybrid.main_copies_first` gives: for a question, the copy of same-named pages in the biggest folder first."
+    if not bm.main_copy_first or q.n_terms < 2 or q.quoted or not ids: return ids
+    top = ids[:bm.authority_depth]
+    s = main_first(*families(store, top), -np.arange(len(top), dtype=np.float64))
     return [top[j] for j in np.argsort(-s, kind='stable')] + list(ids[len(top):])
 
 def _judged(group:list, keys:dict, rels:dict) -> str|None:
@@ -339,7 +347,7 @@ CONTROLS = dict( # (min, max, step) for numbers, choices for words, bool for a s
     blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05),
     k1=(0.1, 3.0, 0.1), b=(0.0, 1.0, 0.05), title_weight=(0.0, 6.0, 0.25), meta_weight=(0.0, 4.0, 0.25), heading_weight=(0.0, 4.0, 0.25),
     lead_weight=(0.0, 4.0, 0.25), body_weight=(0.0, 2.0, 0.25), proximity_depth=(10, 300, 10), phrase_weight=(0.0, 1.0, 0.05),
-    phrase_power=(0.5, 4.0, 0.25), near_weight=(0.0, 1.0, 0.05), near_slop=(0, 10, 1), overview_yield=bool, overview_min_links=(1, 20, 1), authority_weight=(0.0, 1.0, 0.05), authority_depth=(5, 100, 5), authority_title_words=(1, 10, 1), duplicate_threshold=(0.5, 1.0, 0.05))
+    phrase_power=(0.5, 4.0, 0.25), near_weight=(0.0, 1.0, 0.05), near_slop=(0, 10, 1), overview_yield=bool, overview_min_links=(1, 20, 1), authority_weight=(0.0, 1.0, 0.05), authority_depth=(5, 100, 5), authority_title_words=(1, 10, 1), main_copy_first=bool, duplicate_threshold=(0.5, 1.0, 0.05))
 GROUPS = {'Retrieval': ('depth', 'expansion', 'probe_min_score', 'probe_min_gap', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta'),
           'Fusion': ('fusion', 'original_weight', 'expansion_weight', 'lex_weight', 'vec_weight', 'rrf_k', 'bonus_first', 'bonus_top3'),
           'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'blend_top3', 'blend_top10', 'blend_rest'),

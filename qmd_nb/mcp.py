@@ -70,7 +70,7 @@ def _models() -> tuple:
         snippet: str = Field(description="The best-matching lines, each as `N: text` with its line number")
         line: int = Field(0, description="Line of the best match: use `get` with file `path:LINE`")
         page: Optional[int] = Field(None, description="Page of the best match, for documents with pages (PDF)")
-        duplicates: Optional[list[Copy]] = Field(None, description="Near-copies of this document (other versions, copies), not shown separately")
+        duplicates: Optional[list[Copy]] = Field(None, description="Near-copies of this document (more versions, copies), not shown separately")
     class SearchOutput(BaseModel):
         results: list[SearchResultItem]
     class CollectionInfo(BaseModel):
@@ -314,7 +314,7 @@ def _qmd_tools(srv, engine:Engine):
     L = Annotated[int, Field(description="Maximum number of results", ge=1, le=1000)]
     C = Annotated[Optional[str], Field(description="Only search this collection")]
     F = Annotated[Optional[dict], Field(description=FILTER_HELP)]
-    K = Annotated[bool, Field(description="Show near-copies (other versions of a page, copied files) once, listed under the best-ranked one; false shows every copy")]
+    K = Annotated[bool, Field(description="Show near-copies (versions of a page, copied files) once, listed under the best-ranked one; false shows every copy")]
     Out = Annotated[CallToolResult, SearchOutput]
 
     async def answer(ctx:Context, name:str, fn, **args) -> CallToolResult:

@@ -14,7 +14,7 @@ from .segment import EMPTY
 # %% auto #0
 __all__ = ['MAX_TERMS', 'BANDS', 'RUN_PAIRS', 'QueryTerms', 'query_terms', 'Occurrences', 'occurrences', 'exactness', 'nearness',
            'phrase_match', 'proximity_bonus', 'overview_targets', 'jaccard', 'similar_pairs', 'group_by_pairs',
-           'duplicate_groups', 'title_holders', 'mentions']
+           'duplicate_groups', 'title_holders', 'mentions', 'main_first']
 
 # %% ../nbs/04a_rank.ipynb #93f8a3d8
 MAX_TERMS = 64 # query words that take part in position matching
@@ -102,7 +102,7 @@ def nearness(occ:Occurrences, q:QueryTerms, n:int, slop:int=3) -> np.ndarray:
         j = np.searchsorted(b, a + 1)
         ok = j < len(b)
         ok[ok] = b[j[ok]] - a[ok] <= q.offsets[i + 1] - q.offsets[i] + slop
-        found[np.unique(a[ok] // _SHIFT)] += 1
+        found[a[ok] // _SHIFT] += 1 # a repeated index adds once
     return found / (m - 1)
 
 def phrase_match(ki:KeywordIndex, g:np.ndarray, q:QueryTerms) -> np.ndarray:
@@ -123,7 +123,7 @@ def overview_targets(ki:KeywordIndex, g:np.ndarray, # candidate slots
     "Candidate -> the path its best match links to, for candidates whose match sits inside an entry of their list of links."
     out = {}
     seg, loc = ki.locate(g)
-    for si in np.unique(seg[start >= 0]):
+    for si in sorted(set(seg[start >= 0].tolist())):
         s = ki.segs[si]
         if not len(s.links): continue
         docs, key, end = s.link_index
@@ -176,7 +176,8 @@ def similar_pairs(sigs:np.ndarray, threshold:float) -> tuple[np.ndarray, np.ndar
         if not len(same): break
         A.append(d_[same]); B.append(d_[same + j])
     if not A: return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    u = np.unique(np.concatenate(A) * n + np.concatenate(B)); a, b = u // n, u % n
+    u = np.sort(np.concatenate(A) * n + np.concatenate(B)); u = u[np.r_[True, u[1:] != u[:-1]]] # np.unique would import numpy.ma (~50 ms a process)
+    a, b = u // n, u % n
     keep = _overlap(sigs[a], sigs[b]) >= threshold
     return a[keep], b[keep]
 
@@ -228,3 +229,20 @@ def title_holders(ki:KeywordIndex, g:np.ndarray, # candidate slots
 def mentions(ki:KeywordIndex, g:np.ndarray, titles:list[list[str]]) -> np.ndarray:
     "How many other candidates hold each candidate's title words: the one most others point to, among these."
     return title_holders(ki, g, titles).sum(0)
+
+# %% ../nbs/04a_rank.ipynb #f90be997
+def main_first(keys:list, # each candidate's family (same-named pages share one; None: none)
+               sizes, # documents in each candidate's folder
+               scores # candidate scores
+              ) -> np.ndarray:
+    "Scores where, in each family, the copy in the biggest folder takes the family's best score and the others follow in order."
+    s, fam = np.array(scores, dtype=np.float64), {}
+    for i, k in enumerate(keys):
+        if k is not None: fam.setdefault(k, []).append(i)
+    for members in fam.values():
+        if len(members) < 2: continue
+        by_score = sorted(members, key=lambda i: -s[i])
+        main = max(by_score, key=lambda i: sizes[i]) # the first of the biggest: a tie keeps the best-ranked
+        s[[main] + [i for i in by_score if i != main]] = np.sort(s[members])[::-1]
+    return s
+

@@ -56,7 +56,7 @@ class SearchRequest(_Body):
     min_score: float = Field(0.0, ge=0, le=1, description="Drop results scoring below this (0..1)")
     collection: Optional[str] = Field(None, description="Only these collections (comma-separated)")
     filter: Optional[FilterSpec] = None
-    collapse: bool = Field(True, description="Near-copies (other versions, copied files) shown once, listed under the best-ranked one")
+    collapse: bool = Field(True, description="Near-copies (versions of a page, copied files) shown once, listed under the best-ranked one")
 
     @property
     def conditions(self) -> dict|None: return self.filter.model_dump(exclude_none=True) if self.filter else None

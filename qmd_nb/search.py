@@ -10,16 +10,16 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from .config import UsageError, contexts_for
 from .text import Analyzer, parse_query, raw_tokens, fold
-from .store import Store, DocRow, docs_by_ids, doc_bodies, docid, get_collection
+from .store import Store, DocRow, docs_by_ids, doc_bodies, docid, get_collection, generation
 from .keyword import KeywordIndex, BM25Params, keyword_index, bm25_norm
-from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups, mentions
+from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups, mentions, main_first
 from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .convert import page_of
 
 # %% auto #0
-__all__ = ['MAX_LIMIT', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'cited_by', 'keyword_hits', 'bm25_params',
-           'collapse_hits', 'term_patterns', 'best_line', 'make_snippet', 'context_of', 'docids', 'to_results',
-           'search']
+__all__ = ['MAX_LIMIT', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'families', 'cited_by', 'keyword_hits',
+           'bm25_params', 'collapse_hits', 'term_patterns', 'best_line', 'make_snippet', 'context_of', 'docids',
+           'to_results', 'search']
 
 # %% ../nbs/06_search.ipynb #d77b9a76
 @dataclass
@@ -135,7 +135,24 @@ def _rescore(store:Store, ki:KeywordIndex, g:np.ndarray, base:np.ndarray, q:Quer
         top = np.argsort(-s, kind='stable')[:p.authority_depth]
         why['authority'][top] = p.authority_weight * np.log1p(cited_by(store, ki, g[top], p.authority_title_words))
         s = s + why['authority']
+        if p.main_copy_first: top = np.argsort(-s, kind='stable')[:p.authority_depth]; s[top] = main_first(*families(store, ki.doc_ids[g[top]]), s[top])
     return s, why
+
+def families(store:Store, doc_ids) -> tuple[list, list]:
+    "Each document's family (collection, file name, title: same-named pages in different folders) and its folder's document count."
+    ids = [int(i) for i in doc_ids]
+    rows = {i: (c, p, t) for i, c, p, t in store.q(f"SELECT id, collection, path, title FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)} if ids else {}
+    sizes = store.cache.setdefault('folder_sizes', {})
+    if sizes.get('generation') != generation(store): sizes.clear(); sizes['generation'] = generation(store)
+    keys, n = [], []
+    for i in ids:
+        c, path, title = rows.get(i, (None, '', ''))
+        folder = (c, path.rpartition('/')[0] + '/' if '/' in path else '')
+        if folder not in sizes: # the documents right in that folder: a range of the (collection, path) index
+            sizes[folder] = sum(1 for (q,) in store.q("SELECT path FROM documents WHERE collection=? AND path >= ? AND path < ?",
+                                                     (c, folder[1], folder[1] + '\U0010ffff')) if '/' not in q[len(folder[1]):])
+        keys.append(None if c is None else (c, path.rpartition('/')[2].lower(), (title or '').lower())); n.append(sizes[folder])
+    return keys, n
 
 def cited_by(store:Store, ki:KeywordIndex, g:np.ndarray, # candidate slots
              title_words:int=3 # titles longer than this are sentences, not names: nobody points to them by name
