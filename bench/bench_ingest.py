@@ -59,12 +59,12 @@ def main():
 
     from qmd_nb.store import Store
     from qmd_nb.ingest import ingest
-    from qmd_nb.keyword import keyword_index
+    from qmd_nb.keyword import refresh
     st = Store(env={'QMD_NB_HOME': str(tmp/'home2')})
     t = time.perf_counter(); stats = {}
     for f in sorted(src.iterdir()):
         r = ingest(st, str(f), 'bench', reindex=False); stats[r.status] = stats.get(r.status, 0) + 1
-    keyword_index(st, rebuild_stale=True)
+    refresh(st)
     secs2 = time.perf_counter() - t
     print(f"ingest() one file at a time, in process (no pool), keyword index once: {secs2:.1f} s, {n / secs2:.0f} files/s {stats}")
     st.close()

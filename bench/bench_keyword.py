@@ -54,7 +54,8 @@ def synthetic(n, env):
     import numpy as np, hashlib
     from qmd_nb.store import Store, NewDoc, put_docs
     from qmd_nb.text import Analyzer
-    from qmd_nb.keyword import keyword_index
+    from qmd_nb.keyword import refresh
+    from qmd_nb.fields import HEADER, MARKS
     from qmd_nb.search import search
     rng = np.random.default_rng(0); an = Analyzer()
     syl = [c + v for c in 'bdfgklmnprtvz' for v in 'aeiou']
@@ -64,12 +65,12 @@ def synthetic(n, env):
     st = Store('synthetic', env); t = time.perf_counter(); docs = []
     for i in range(n):
         body = ' '.join(vocab[j] for j in ranks[i]); coll = 'small' if i % 10 == 0 else 'big'
-        docs.append(NewDoc(coll, f'c{i}.md', hashlib.sha256(body.encode()).hexdigest(), f'chunk {i}', body, ' '.join(stems[j] for j in ranks[i])))
+        docs.append(NewDoc(coll, f'c{i}.md', hashlib.sha256(body.encode()).hexdigest(), f'chunk {i}', body, f"{HEADER} {MARKS['body']} " + ' '.join(stems[j] for j in ranks[i])))
         if len(docs) == 5000: put_docs(st, docs); docs = []
     put_docs(st, docs)
     from qmd_nb.config import Collection
     st.config.collections = {c: Collection(c, '/nonexistent') for c in ('small', 'big')}
-    keyword_index(st, rebuild_stale=True); build = time.perf_counter() - t
+    refresh(st); build = time.perf_counter() - t
     qs = [' '.join(vocab[int(j)] for j in rng.integers(10, 5000, size=3)) for _ in range(200)]
     for q in qs[:20]: search(st, q)
     def timed(**kw):

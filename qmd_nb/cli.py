@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse, json, os, sys
 
 # %% auto #0
-__all__ = ['RESULT_FORMATS', 'SORTS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_search', 'cmd_get', 'cmd_multi_get',
-           'cmd_status', 'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve', 'cmd_mcp_config',
-           'cmd_ingest', 'cmd_source', 'build_parser', 'cmd_token', 'main']
+__all__ = ['RESULT_FORMATS', 'SORTS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_watch', 'cmd_search', 'cmd_get',
+           'cmd_multi_get', 'cmd_status', 'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve',
+           'cmd_mcp_config', 'cmd_ingest', 'cmd_source', 'build_parser', 'cmd_token', 'main']
 
 # %% ../nbs/90_cli.ipynb #c08af8be
 def _store(a):
@@ -40,7 +40,7 @@ def _left_out(s) -> str:
 
 def _stats_line(s) -> str:
     return (f"{s.collection}: {s.indexed} indexed, {s.updated} updated, {s.unchanged} unchanged, "
-            f"{s.removed} removed, {s.skipped} skipped" + _left_out(s))
+            f"{s.removed} removed, {s.skipped} skipped" + (f", {s.moved} renamed" if s.moved else '') + _left_out(s))
 
 def _stats_data(s) -> dict:
     from dataclasses import asdict
@@ -100,28 +100,60 @@ def cmd_update(a):
         for name, err in index.pull_collections(st, a.collection).items(): print(f"git pull failed in {name}: {err}", file=sys.stderr)
     _print_stats(index.update(st, a.collection or None), _fmt(a))
 
+def cmd_watch(a):
+    "watch: keep the index fresh from file-system events until Ctrl-C"
+    import signal, time
+    from qmd_nb.watch import Watcher
+    st = _store(a)
+    if not st.config.collections: print("No collections yet. Add one: qmd-nb collection add PATH --name NAME"); return 0
+    def said(stats):
+        for s in stats: print(f"{time.strftime('%H:%M:%S')} {_stats_line(s)}", flush=True)
+    w = Watcher(st, embedder=None if a.no_embed else lambda: _embedder(st, a), listeners=[said]).start()
+    def stop(sig, frame): raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        w.wait_ready(); print(f"Watching {', '.join(w.freshness().collections)} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        while True: time.sleep(3600)
+    except KeyboardInterrupt: print("Stopped watching.", file=sys.stderr) # the normal way out: the index is as fresh as the last batch
+    finally: w.stop()
+
 # %% ../nbs/90_cli.ipynb #2b98dcaa
 def cmd_search(a):
     "search"
     from qmd_nb.search import search
+    sets, everything, explain = getattr(a, 'set', None), getattr(a, 'all', False), getattr(a, 'explain', False)
     st = None if a.mode == 'server' else _store(a)
-    if st is not None: _hint(st)
-    res = _remote(a, 'search') if st is None else search(st, a.query, a.n, a.collection, a.min_score, filter=_filter(a))
+    if st is None:
+        if sets: from qmd_nb.config import UsageError; raise UsageError("--set works in local mode only (the server uses its own settings)")
+        res, p = _remote(a, 'search'), None
+    else:
+        from qmd_nb.keyword import BM25Params
+        _hint(st); p = BM25Params.from_settings(st.config.settings).updated(**dict(sets or []))
+        res = search(st, a.query, a.n, a.collection, a.min_score, filter=_filter(a), collapse=not everything, explain=explain, params=p)
     if st is not None and getattr(st.cache.get('keyword'), 'stale', False):
         print("Note: the keyword index is behind the catalog (an update is running, or was interrupted: run 'qmd-nb update'); "
-              "these results come from its last build", file=sys.stderr)
-    _print_results(res, a)
+              "these results come from its last commit", file=sys.stderr)
+    _print_results(res, a, _params_shown(p))
 
-def _print_results(res, a):
+def _print_results(res, a, params:dict|None=None # the ranking parameters --explain shows
+                  ):
     from qmd_nb.format import format_results, explain_text
-    out = explain_text(res) if getattr(a, 'explain', False) and a.format == 'cli' and res else format_results(res, a.query, a.format)
+    out = explain_text(res, params) if getattr(a, 'explain', False) and a.format == 'cli' and res else format_results(res, a.query, a.format)
     if out: print(out)
+
+def _params_shown(p) -> dict|None:
+    "Every ranking parameter in force (keyword ones for search; the pipeline's and the keyword ones for query), for --explain."
+    from dataclasses import fields
+    if p is None: return None
+    kw = getattr(p, 'bm25', None)
+    out = {f.name: getattr(p, f.name) for f in fields(p) if f.name != 'bm25'}
+    return {**out, **({f.name: getattr(kw, f.name) for f in fields(kw)} if kw is not None else {})}
 
 def _remote(a, endpoint, **extra):
     "Results from a running server (`--mode server`), asked with this user's token (`QMD_NB_TOKEN`, or the default one)."
     from qmd_nb.serve import remote_search, server_url
     from qmd_nb.auth import client_token
-    body = dict(query=a.query, limit=a.n, min_score=a.min_score, collection=a.collection, filter=_filter(a), **extra)
+    body = dict(query=a.query, limit=a.n, min_score=a.min_score, collection=a.collection, filter=_filter(a), collapse=not getattr(a, 'all', False), **extra)
     url = a.server or server_url(a.env)
     return remote_search(url, endpoint, body, client_token(a.env, url)) # the default token stays on this machine
 
@@ -155,11 +187,20 @@ def cmd_status(a):
 
 def cmd_eval(a):
     "eval"
-    from qmd_nb.eval import evaluate
+    from qmd_nb.eval import evaluate, known_item
     from qmd_nb.hybrid import QueryParams
-    p = QueryParams().updated(**dict(a.set or []))
-    if a.no_rerank: p = p.updated(rerank='none')
-    r = evaluate(a.dir, a.mode, a.env, p)
+    from qmd_nb.config import UsageError
+    ki_file = getattr(a, 'known_item', None)
+    if (getattr(a, 'dir', None) is None) == (ki_file is None): raise UsageError("eval needs a BEIR folder or --known-item FILE (one of them)")
+    if ki_file:
+        st = _store(a)
+        p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
+        if a.no_rerank: p = p.updated(rerank='none')
+        r = known_item(st, ki_file, a.mode, p)
+    else:
+        p = QueryParams().updated(**dict(a.set or []))
+        if a.no_rerank: p = p.updated(rerank='none')
+        r = evaluate(a.dir, a.mode, a.env, p)
     print(json.dumps(r.to_json()) if _fmt(a) == 'json' else r)
 
 # %% ../nbs/90_cli.ipynb #45d6f70c
@@ -185,7 +226,7 @@ def cmd_vsearch(a):
     if a.mode == 'server': res = _remote(a, 'vsearch')
     else:
         st = _store(a)
-        res = [] if _hint(st) else vsearch(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, filter=_filter(a))
+        res = [] if _hint(st) else vsearch(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, filter=_filter(a), collapse=not getattr(a, 'all', False))
     _print_results(res, a)
 
 def cmd_query(a):
@@ -197,8 +238,9 @@ def cmd_query(a):
     else:
         st = _store(a)
         p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
-        res = [] if _hint(st) else query(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, p, rerank=False if a.no_rerank else None, explain=a.explain, filter=_filter(a))
-    _print_results(res, a)
+        res = [] if _hint(st) else query(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, p, rerank=False if a.no_rerank else None,
+                                         explain=a.explain, filter=_filter(a), collapse=not getattr(a, 'all', False))
+    _print_results(res, a, _params_shown(p) if a.mode != 'server' else None)
 
 # %% ../nbs/90_cli.ipynb #547c12f6
 def _positive_int(s):
@@ -248,11 +290,16 @@ def _search_parsers(sp):
         p = _sub(sp, name, cmd_update, 'Re-index collections incrementally' + (' (alias of update)' if name == 'index' else ''))
         p.add_argument('-c', '--collection', action='append', help='only this collection (repeatable)')
         p.add_argument('--pull', action='store_true', help='git pull collections that are git checkouts first'); _format_args(p)
+    p = _sub(sp, 'watch', cmd_watch, 'Keep the index fresh: re-index files as they change (and embed them when vectors exist), until Ctrl-C')
+    p.add_argument('--no-embed', action='store_true', help='keyword index only: do not embed changed files')
     p = _sub(sp, 'search', cmd_search, 'Keyword (BM25) search: words, "exact phrases", -exclusions')
     p.add_argument('query'); p.add_argument('-n', type=_positive_int, default=10, help='number of results (default 10)')
     p.add_argument('-c', '--collection', help='only these collections (comma-separated)')
     p.add_argument('--min-score', type=_score, default=0.0, help='drop results below this score, 0..1')
-    _format_args(p, RESULT_FORMATS); _mode_args(p); _filter_args(p)
+    _format_args(p, RESULT_FORMATS)
+    p.add_argument('--explain', action='store_true', help='show how each score was made, and the ranking parameters')
+    p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a bm25 ranking parameter (repeatable)')
+    _all_arg(p); _mode_args(p); _filter_args(p)
     p = _sub(sp, 'get', cmd_get, 'Print a document: path, collection/path, qmd:// URI, absolute path or #docid, optionally :LINE')
     p.add_argument('file'); p.add_argument('--from', dest='from_line', type=_positive_int, help='first line (1-based)')
     p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true'); _format_args(p)
@@ -260,18 +307,20 @@ def _search_parsers(sp):
     p.add_argument('pattern'); p.add_argument('--max-bytes', type=_positive_int, default=10240, help='skip larger files (default 10240)')
     p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true'); _format_args(p)
     _format_args(_sub(sp, 'status', cmd_status, 'Show documents, collections, embedding backlog and index size'))
-    p = _sub(sp, 'eval', cmd_eval, 'Evaluate ranking on a BEIR-format folder')
-    p.add_argument('dir'); p.add_argument('--mode', choices=('search', 'vsearch', 'query'), default='search')
+    p = _sub(sp, 'eval', cmd_eval, 'Evaluate ranking on a BEIR-format folder, or known-item search on this index')
+    p.add_argument('dir', nargs='?', help='a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv)')
+    p.add_argument('--known-item', metavar='FILE', help='TSV of query<TAB>page lines, run on this index: MRR@10, Hit@1, Hit@10, p50')
+    p.add_argument('--mode', choices=('search', 'vsearch', 'query'), default='search')
     p.add_argument('--no-rerank', action='store_true', help='query mode: skip the reranker')
     p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
     _format_args(p); _vector_parsers(sp)
-    _limit_args(_tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)')))
+    _watch_arg(_limit_args(_tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)'))))
     _serve_parsers(sp)
 
 def cmd_mcp(a):
     "mcp: the MCP server over stdio"
     from qmd_nb.serve import serve
-    serve(_engine(a), 'mcp', tools=_csv_list(a.tools) or ['qmd'])
+    serve(_engine(a), 'mcp', tools=_csv_list(a.tools) or ['qmd'], watch=a.watch)
 
 def _engine(a):
     "The engine a server answers from, with the owner's limits and permissions."
@@ -287,7 +336,7 @@ def cmd_serve(a):
     from qmd_nb.serve import serve
     serve(_engine(a), a.transport, a.host, a.port, _csv_list(a.allowed_origins), _csv_list(a.allowed_hosts), _csv_list(a.tools) or ['qmd'],
           auth=not a.no_auth, oauth=not a.no_oauth, allow_paths=a.allow_path or [], cert=a.cert, key=a.key, public_url=a.public_url,
-          client_timeout=a.client_timeout)
+          client_timeout=a.client_timeout, watch=a.watch)
 
 def cmd_mcp_config(a):
     "mcp-config: ready-to-paste client configurations"
@@ -310,7 +359,7 @@ def _serve_parsers(sp):
     p.add_argument('--port', type=_port, default=18765, help='HTTP port (default 18765)')
     p.add_argument('--allowed-origins', action='append', metavar='ORIGINS', help='also accept requests from these browser Origins (comma-separated; http://host:* for any port)')
     p.add_argument('--allowed-hosts', action='append', metavar='HOSTS', help='also accept these Host headers (comma-separated; host:* for any port)')
-    _tools_arg(p); _limit_args(p)
+    _watch_arg(_tools_arg(p)); _limit_args(p)
     p.add_argument('--client-timeout', type=_seconds, default=15.0, metavar='SECONDS', help='HTTP: drop a client that has not sent a whole request within this (default 15)')
     g = p.add_argument_group('security (HTTP)', 'requests need a bearer token by default (see qmd-nb token)')
     g.add_argument('--no-auth', action='store_true', help='no tokens: anyone who reaches the port may use it (loopback addresses only)')
@@ -333,10 +382,16 @@ def _limit_args(p):
     p.add_argument('--request-timeout', type=_seconds, metavar='SECONDS', help='stop a search or read that takes longer than this (default 30)')
     p.add_argument('--allow-private-urls', action='store_true', help='let URL ingestion fetch loopback, private and link-local addresses (off: a client cannot reach your network through qmd-nb)')
     return p
+def _all_arg(p):
+    p.add_argument('--all', action='store_true', help='show every copy of near-duplicate documents (default: once, "+N similar")')
 
 def _mode_args(p):
     p.add_argument('--mode', choices=('local', 'server'), default='local', help='server: ask a running qmd-nb serve (warm model)')
     p.add_argument('--server', help='server URL for --mode server (default: $QMD_NB_SERVER or http://127.0.0.1:18765)')
+
+def _watch_arg(p):
+    p.add_argument('--watch', action='store_true', help='keep the index fresh from file changes (as qmd-nb watch), telling MCP clients')
+    return p
 
 def _tools_arg(p):
     p.add_argument('--tools', action='append', metavar='PROFILES',
@@ -376,7 +431,7 @@ def _vector_parsers(sp):
         p.add_argument('query'); p.add_argument('-n', type=_positive_int, default=10, help='number of results (default 10)')
         p.add_argument('-c', '--collection', help='only these collections (comma-separated)')
         p.add_argument('--min-score', type=_score, default=ms, help=f'drop results below this score, 0..1 (default {ms})')
-        _format_args(p, RESULT_FORMATS); _mode_args(p); _filter_args(p)
+        _format_args(p, RESULT_FORMATS); _all_arg(p); _mode_args(p); _filter_args(p)
         if name == 'query':
             p.add_argument('--explain', action='store_true', help='show how each score was made')
             p.add_argument('--no-rerank', action='store_true', help='skip the reranker')

@@ -14,14 +14,15 @@ from .config import UsageError
 from .text import Analyzer
 from .store import Store, put_docs, forget_collection
 from .index import prepare_doc, progress_bar
-from .keyword import keyword_index
+from .keyword import refresh
 from .search import keyword_hits
 from .vectors import vector_hits, embed
 from .hybrid import QueryParams, hybrid_hits
 
 # %% auto #0
-__all__ = ['MODES', 'ndcg_at', 'recall_at', 'mrr_at', 'Beir', 'load_beir', 'corpus_store', 'EvalReport', 'ranker', 'run_queries',
-           'prepare_vectors', 'evaluate']
+__all__ = ['MODES', 'ndcg_at', 'recall_at', 'mrr_at', 'hit_at', 'query_metrics', 'Beir', 'load_beir', 'corpus_store',
+           'EvalReport', 'report', 'ranker', 'run_queries', 'prepare_vectors', 'evaluate', 'read_known_items',
+           'known_item']
 
 # %% ../nbs/12_eval.ipynb #1a4e2222
 def ndcg_at(ranked:list, rels:dict, k:int=10) -> float:
@@ -38,6 +39,14 @@ def recall_at(ranked:list, rels:dict, k:int=100) -> float:
 def mrr_at(ranked:list, rels:dict, k:int=10) -> float:
     "1 / rank of the first relevant document in the top k (0 if none)."
     return next((1 / (i + 1) for i, d in enumerate(ranked[:k]) if rels.get(d, 0) > 0), 0.0)
+
+def hit_at(ranked:list, rels:dict, k:int=1) -> float:
+    "1 if a relevant document is in the top k, else 0 (Hit@1 is the share of queries answered first)."
+    return float(any(rels.get(d, 0) > 0 for d in ranked[:k]))
+
+def query_metrics(ranked:list, rels:dict) -> tuple:
+    "(nDCG@10, Recall@100, MRR@10, Hit@1, Hit@10) of one ranking."
+    return ndcg_at(ranked, rels), recall_at(ranked, rels, 100), mrr_at(ranked, rels), hit_at(ranked, rels, 1), hit_at(ranked, rels, 10)
 
 # %% ../nbs/12_eval.ipynb #0f1c95e3
 @dataclass
@@ -85,7 +94,7 @@ def corpus_store(b:Beir, env:dict|None=None) -> Store:
             if len(docs) == 2000: put_docs(store, docs); docs = []
         put_docs(store, docs)
         with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES('beir', ?)", (key,))
-    keyword_index(store, rebuild_stale=True)
+    refresh(store)
     return store
 
 # %% ../nbs/12_eval.ipynb #9bcc471e
@@ -99,33 +108,55 @@ class EvalReport:
     p50_ms: float
     p95_ms: float
     queries: int
-    per_query: dict = field(default_factory=dict, repr=False) # query id -> (ndcg@10, recall@100, mrr@10)
+    per_query: dict = field(default_factory=dict, repr=False) # query id -> `query_metrics`
+    hit1: float = float('nan') # share of queries whose first result is relevant
+    hit10: float = float('nan') # ... with a relevant result in the top 10
     def to_json(self) -> dict:
         return {'ndcg@10': round(self.ndcg10, 4), 'recall@100': round(self.recall100, 4), 'mrr@10': round(self.mrr10, 4),
+                'hit@1': round(self.hit1, 4), 'hit@10': round(self.hit10, 4),
                 'p50_ms': round(self.p50_ms, 2), 'p95_ms': round(self.p95_ms, 2), 'queries': self.queries, 'mode': self.mode}
     def __str__(self):
         return (f"mode={self.mode} queries={self.queries}\nnDCG@10    {self.ndcg10:.4f}\nRecall@100 {self.recall100:.4f}\n"
-                f"MRR@10     {self.mrr10:.4f}\nlatency    p50 {self.p50_ms:.2f} ms, p95 {self.p95_ms:.2f} ms")
+                f"MRR@10     {self.mrr10:.4f}\nHit@1      {self.hit1:.4f}\nHit@10     {self.hit10:.4f}\n"
+                f"latency    p50 {self.p50_ms:.2f} ms, p95 {self.p95_ms:.2f} ms")
+
+def report(mode:str, per_query:dict, lat:list) -> EvalReport:
+    "Averages of the per-query metrics and latency percentiles."
+    m = np.array(list(per_query.values())) if per_query else np.zeros((1, 5))
+    ndcg, rec, mrr, h1, h10 = m.mean(0).tolist()
+    pct = lambda q: float(np.percentile(lat, q)) if lat else 0.
+    return EvalReport(mode, ndcg, rec, mrr, pct(50), pct(95), len(per_query), per_query, h1, h10)
 
 MODES = ('search', 'vsearch', 'query')
 
 def ranker(mode:str, embedder=None, params:QueryParams|None=None):
-    "A function (store, query, k) -> hits for an eval mode."
-    if mode == 'search': return lambda store, q, k: keyword_hits(store, q, k)
+    "A function (store, query, k) -> hits for an eval mode (near-copies collapsed, as every door shows them)."
+    p = params or QueryParams()
+    if mode == 'search': return lambda store, q, k: keyword_hits(store, q, k, params=p.bm25)
     if mode == 'vsearch': return lambda store, q, k: vector_hits(store, embedder, q, k)
-    if mode == 'query': return lambda store, q, k: hybrid_hits(store, embedder, q, k, params=params)
+    if mode == 'query': return lambda store, q, k: hybrid_hits(store, embedder, q, k, params=p)
     raise UsageError(f"Unknown eval mode {mode!r}: choose from {', '.join(MODES)}")
 
-def run_queries(store:Store, b:Beir, run, k:int=100, progress:bool|None=None) -> tuple[dict, list]:
-    "Ranked corpus ids per query, and each query's latency in ms."
-    paths, lat = {}, []
+def _judged_key(h, keys:dict, rels:dict) -> str|None:
+    "The key a hit is judged by: its own, or a relevant near-copy's folded under it (the copies are shown with it)."
+    own = keys.get(h.doc_id)
+    if rels.get(own, 0) > 0: return own
+    return next((keys[d] for d in h.duplicates if rels.get(keys.get(d), 0) > 0), own)
+
+def run_queries(store:Store, b:Beir, run, k:int=100, progress:bool|None=None,
+                keys:dict|None=None # doc id -> the key judgements use (default: the BEIR corpus id, the path)
+               ) -> tuple[dict, list]:
+    "Ranked judgement keys per query, and each query's latency in ms."
+    keys = keys or dict(store.q("SELECT id, path FROM documents WHERE collection='beir'"))
+    runs, lat = {}, []
     with progress_bar(len(b.queries), 'Queries', progress, unit='query') as bar:
         for qid, q in b.queries.items():
             t = time.perf_counter(); hits = run(store, q, k); lat.append((time.perf_counter() - t) * 1000)
-            paths[qid] = [h.doc_id for h in hits]; bar.update(1)
-    ids = dict(store.q("SELECT id, path FROM documents WHERE collection='beir'"))
-    return {q: [ids[i] for i in v if i in ids] for q, v in paths.items()}, lat
+            rels = b.qrels.get(qid, {})
+            runs[qid] = [x for h in hits if (x := _judged_key(h, keys, rels)) is not None]; bar.update(1)
+    return runs, lat
 
+# %% ../nbs/12_eval.ipynb #65fcc246
 def prepare_vectors(store:Store, b:Beir, embedder, params:QueryParams, progress=None) -> dict:
     "Embed the corpus (once per fingerprint) and, for the embedding reranker, every document's sentence windows."
     from qmd_nb.rerank import window_vectors, candidates
@@ -140,10 +171,17 @@ def prepare_vectors(store:Store, b:Beir, embedder, params:QueryParams, progress=
         out['windows_s'] = time.time() - t
     return out
 
+def _timed(store:Store, b:Beir, run, embedder, k:int, progress, keys=None) -> tuple[dict, list]:
+    "Warm caches on 20 queries, empty the answer and query-vector caches, then run every query and time it."
+    run_queries(store, Beir(b.folder, b.corpus, dict(list(b.queries.items())[:20]), b.qrels), run, k, False, keys)
+    store.cache.pop('qcache', None) # time real work, not the answer cache...
+    if embedder is not None: embedder.clear_cache() # ...nor the query-vector cache
+    return run_queries(store, b, run, k, progress, keys)
+
 def evaluate(folder:str|Path, # BEIR folder
              mode:str='search', # search, vsearch or query
              env:dict|None=None,
-             params:QueryParams|None=None, # hybrid pipeline constants (query mode)
+             params:QueryParams|None=None, # hybrid pipeline constants (query mode) and keyword ones (`params.bm25`)
              embedder=None, # default: the index settings' embedder
              progress:bool|None=None) -> EvalReport:
     "Index a BEIR folder (once), run its judged queries, and score the rankings."
@@ -156,12 +194,40 @@ def evaluate(folder:str|Path, # BEIR folder
             from qmd_nb.embed import get_embedder
             embedder = get_embedder(store.config.settings, env)
         prepare_vectors(store, b, embedder, p if mode == 'query' else p.updated(rerank='none'), progress)
-    run = ranker(mode, embedder, p)
-    warm = Beir(b.folder, b.corpus, dict(list(b.queries.items())[:20]), b.qrels)
-    run_queries(store, warm, run, 100, False) # warm caches before timing
-    store.cache.pop('qcache', None) # but time real work, not the answer cache...
-    if embedder is not None: embedder.clear_cache() # ...nor the query-vector cache
-    runs, lat = run_queries(store, b, run, 100, progress)
-    pq = {q: (ndcg_at(r, b.qrels[q]), recall_at(r, b.qrels[q], 100), mrr_at(r, b.qrels[q])) for q, r in runs.items()}
-    m = np.array(list(pq.values())) if pq else np.zeros((1, 3))
-    return EvalReport(mode, *m.mean(0).tolist(), float(np.percentile(lat, 50)) if lat else 0., float(np.percentile(lat, 95)) if lat else 0., len(pq), pq)
+    runs, lat = _timed(store, b, ranker(mode, embedder, p), embedder, 100, progress)
+    return report(mode, {q: query_metrics(r, b.qrels[q]) for q, r in runs.items()}, lat)
+
+# %% ../nbs/12_eval.ipynb #e9232cf4
+def read_known_items(store:Store, path:str|Path) -> tuple[dict, dict]:
+    "(query id -> text, query id -> {file: 1}) from `query<TAB>page` lines; a page names `collection/path` or its end (`Module/Cmd.md`: every copy)."
+    files = [f'{c}/{p}' for c, p in store.q("SELECT collection, path FROM documents")]
+    ends = {}
+    for f in files:
+        parts = f.split('/')
+        for i in range(len(parts)): ends.setdefault('/'.join(parts[i:]), []).append(f)
+    queries, qrels = {}, {}
+    for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
+        if not line.strip() or line.startswith('#'): continue
+        parts = line.split('\t')
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            raise UsageError(f"{path}:{n}: expected query<TAB>page (collection/path or the end of one)")
+        qid = f'k{n}'
+        queries[qid] = parts[0].strip()
+        qrels[qid] = {f: 1 for f in ends.get(parts[1].strip().strip('/'), [parts[1].strip()])}
+    return queries, qrels
+
+def known_item(store:Store, path:str|Path, # TSV of query<TAB>page lines
+               mode:str='search', # search, vsearch or query
+               params:QueryParams|None=None, # hybrid pipeline constants and keyword ones (`params.bm25`)
+               embedder=None, # default: the index settings' embedder
+               progress:bool|None=None) -> EvalReport:
+    "Known-item search on an index: each query's page (any copy of it) should come first; MRR@10, Hit@1, Hit@10 and latency."
+    queries, qrels = read_known_items(store, path)
+    run = ranker(mode) if mode not in MODES else None # refuse unknown modes before any work
+    if mode != 'search' and embedder is None:
+        from qmd_nb.embed import get_embedder
+        embedder = get_embedder(store.config.settings)
+    keys = {i: f'{c}/{p}' for i, c, p in store.q("SELECT id, collection, path FROM documents")}
+    b = Beir(Path(path), {}, queries, qrels)
+    runs, lat = _timed(store, b, ranker(mode, embedder, params or QueryParams.from_settings(store.config.settings)), embedder, 10, progress, keys)
+    return report(mode, {q: query_metrics(r, qrels[q]) for q, r in runs.items()}, lat)

@@ -13,7 +13,8 @@ import numpy as np
 from .config import UsageError, QmdError
 
 from .store import Store, docs_by_ids
-from .keyword import keyword_index, view_idf
+from .keyword import keyword_index
+from .fields import plain_terms
 
 # %% auto #0
 __all__ = ['KINDS', 'EXPAND_PROMPT', 'SubQuery', 'parse_typed', 'check_searches', 'prf_terms', 'rocchio', 'post_json',
@@ -65,15 +66,12 @@ def prf_terms(store:Store, doc_ids:list[int], # top documents, best first
     terms = dict(store.q(f"SELECT hash, terms FROM content WHERE hash IN ({','.join('?' * len(rows))})", list(rows.values())))
     w, tot = Counter(), sum(scores) or 1.0
     for d, s in zip(doc_ids, scores):
-        toks = terms.get(rows.get(d), '').split()
+        toks = plain_terms(terms.get(rows.get(d), ''))
         if not toks: continue
         for t, c in Counter(toks).items():
             if t not in exclude and len(t) > 1 and not t.isdigit(): w[t] += (c / len(toks)) * (s / tot)
-    from qmd_nb.search import view_mask
-    known = [t for t in w if t in ki.vocab]
-    mask = view_mask(store, ki) # a view weighs terms by its own documents, not by collections it cannot see
-    idf = dict(zip(known, ki.idf[[ki.vocab[t] for t in known]] if mask is None else view_idf(ki, [ki.vocab[t] for t in known], mask)))
-    for t in w: w[t] *= float(idf.get(t, 0.0))
+    idf = dict(zip(w, ki.term_stats(list(w), store.allowed)[1]))
+    for t in w: w[t] *= float(idf[t])
     return [t for t, _ in w.most_common(n_terms)]
 
 # %% ../nbs/11a_expand.ipynb #d5639044

@@ -14,8 +14,8 @@ if TYPE_CHECKING: from qmd_nb.search import SearchResult # annotations only: sea
 from .docs import Document, Skipped, MultiGet, Status
 
 # %% auto #0
-__all__ = ['FORMATS', 'TRUNC', 'REST_TRUNC', 'plural', 'search_summary', 'status_text', 'quoteattr', 'format_results',
-           'explain_text', 'doc_text', 'format_multi', 'human_bytes', 'status_cli']
+__all__ = ['FORMATS', 'TRUNC', 'REST_TRUNC', 'plural', 'search_summary', 'status_text', 'similar_line', 'quoteattr',
+           'format_results', 'explain_text', 'doc_text', 'format_multi', 'human_bytes', 'status_cli']
 
 # %% ../nbs/08_format.ipynb #dd807bb0
 def plural(n:int, word:str) -> str:
@@ -40,12 +40,19 @@ def status_text(s:Status) -> str:
 # %% ../nbs/08_format.ipynb #03a904d7
 FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files')
 
+def similar_line(r, shown:int=3) -> str|None:
+    "`+N similar: a, b, c, …` for a result with near-copies folded under it (None without)."
+    d = getattr(r, 'duplicates', None) or []
+    if not d: return None
+    return f"+{len(d)} similar: {', '.join(x['file'] for x in d[:shown])}{', …' if len(d) > shown else ''}"
+
 def _cli(results, query):
     if not results: return f'No results found for "{query}"'
     out = []
     for r in results:
         out.append(f'{r.file}:{r.line}{f" (page {r.page})" if r.page else ""} {r.docid} {r.score:.2f}  {r.title}')
         if r.context: out.append(f'  context: {r.context}'.replace('\n\n', ' / '))
+        if sim := similar_line(r): out.append('  ' + sim)
         out += ['  ' + l for l in r.snippet.split('\n')] + ['']
     return '\n'.join(out).rstrip('\n')
 
@@ -57,7 +64,7 @@ def _csv(results):
 
 def _md(results, query):
     if not results: return f'*No results found for "{query}"*'
-    return '\n\n'.join(f'{i}. **{r.title}** `{r.file}:{r.line}` {r.docid} ({r.score:.2f})\n\n   ```\n' +
+    return '\n\n'.join(f'{i}. **{r.title}** `{r.file}:{r.line}` {r.docid} ({r.score:.2f})' + (f' _{sim}_' if (sim := similar_line(r)) else '') + '\n\n   ```\n' +
                        '\n'.join('   ' + l for l in r.snippet.split('\n')) + '\n   ```' for i, r in enumerate(results, 1))
 
 def quoteattr(s:str) -> str: return '"' + escape(s, quote=True) + '"'
@@ -79,12 +86,22 @@ def format_results(results:list[SearchResult], query:str, fmt:str='cli') -> str:
     raise ValueError(f"Unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
 
 # %% ../nbs/08_format.ipynb #38f12538
-def explain_text(results:list[SearchResult]) -> str:
-    "Results with their score stories, for `query --explain`."
-    out = []
+def _keyword_story(e:dict) -> list[str]:
+    "A keyword hit's story: BM25F, query words at their offsets, proximity, and the page it yielded to."
+    line = f"  keyword: bm25f {e['bm25']:.4f}, {e['exact_words']} query words in order, proximity {e['near']:.2f}"
+    if e.get('authority'): line += f", cited by others +{e['authority']:.3f}"
+    return [line] + ([f"  overview: yields to {e['yields_to']}"] if e.get('yields_to') else [])
+
+def explain_text(results:list[SearchResult],
+                 params:dict|None=None # the ranking parameters in force, shown first (name -> value)
+                ) -> str:
+    "Results with their score stories, for `search --explain` and `query --explain`."
+    out = ['parameters: ' + ' '.join(f'{k}={v}' for k, v in params.items()), ''] if params else []
     for r in results:
         e = r.explain or {}
         out.append(f'{r.file}:{r.line} {r.docid} {r.score:.2f}  {r.title}')
+        if sim := similar_line(r, 10): out.append('  ' + sim)
+        if 'bm25' in e: out += _keyword_story(e) + ['']; continue
         lists = ', '.join(f"{k} #{v['rank']} ({v['score']:.3f})" for k, v in e.get('lists', {}).items()) or 'none'
         fus = ', '.join(f"{k} {v:+.3f}" for k, v in e.get('fusion', {}).items()) or 'none'
         out += [f'  lists:  {lists}', f'  fusion: {fus} = {e.get("fused")}',

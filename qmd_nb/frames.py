@@ -62,7 +62,7 @@ def _(s:Status) -> pd.DataFrame:
                      has_vector_index=s.has_vector_index, index_bytes=s.index_bytes)
 
 # %% ../nbs/12a_frames.ipynb #197be367
-METRICS = ('ndcg@10', 'recall@100', 'mrr@10')
+METRICS = ('ndcg@10', 'recall@100', 'mrr@10', 'hit@1', 'hit@10')
 
 @to_df.register
 def _(r:EvalReport) -> pd.DataFrame:

@@ -11,7 +11,9 @@ import numpy as np
 from .config import UsageError
 from .text import Analyzer
 from .store import Store, docs_by_ids
-from .search import Hit, SearchResult, keyword_hits, check_search_args, collection_names, to_results
+from .keyword import BM25Params, keyword_index
+from .search import Hit, SearchResult, keyword_hits, check_search_args, collection_names, to_results, collapse_hits, cited_by, families
+from .rank import main_first
 from .vectors import VectorStore, vector_hits, has_vectors
 from .fusion import RankedList, Fused, rrf, zscore_fusion, blend, minmax
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
@@ -21,7 +23,7 @@ from .rerank import candidates, EmbedReranker, CrossEncoderReranker, HTTPReranke
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'get_reranker', 'QueryHit', 'list_weight', 'run_list', 'strong_probe',
            'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'rerank_order', 'rescore', 'evidenced', 'explain_hit',
-           'hybrid_hits', 'query', 'warm_reranker']
+           'cited_rerank', 'main_copies_first', 'hybrid_hits', 'query', 'warm_reranker']
 
 # %% ../nbs/11c_hybrid.ipynb #75093a6d
 @dataclass(frozen=True)
@@ -51,15 +53,18 @@ class QueryParams:
     blend_top10: float = 0.60 # ... at ranks 4-10
     blend_rest: float = 0.50 # ... after rank 10
     vec_floor: float = 0.3 # a candidate only the vectors found needs this cosine similarity (vsearch's default cut); 0 keeps all
+    bm25: BM25Params = field(default_factory=BM25Params) # keyword ranking (settings key `bm25`); `updated` takes its fields by name too
 
     @classmethod
     def from_settings(cls, settings:dict, **over) -> QueryParams:
         "Parameters from the config's `query` settings and overrides, checked by name and type."
-        return cls().updated(**{**dict(settings.get('query') or {}), **over})
+        return cls(bm25=BM25Params.from_settings(settings)).updated(**{**dict(settings.get('query') or {}), **over})
 
     def updated(self, **kw) -> QueryParams:
         "A copy with some parameters changed; values given as strings are converted to the field's type."
-        types = {f.name: type(getattr(self, f.name)) for f in fields(self)}
+        kb = {k: kw.pop(k) for k in list(kw) if k in BM25Params.__dataclass_fields__}
+        if kb: return replace(self, bm25=self.bm25.updated(**kb)).updated(**kw)
+        types = {f.name: type(getattr(self, f.name)) for f in fields(self) if f.name != 'bm25'}
         kw = {k: (v.lower() in ('1', 'true', 'yes', 'on') if types.get(k) is bool and isinstance(v, str) else v) for k, v in kw.items()}
         bad = set(kw) - set(types)
         if bad: raise UsageError(f"Unknown query parameter(s): {', '.join(sorted(bad))} (known: {', '.join(types)})")
@@ -119,8 +124,8 @@ def list_weight(kind:str, # 'lex', 'vec' or 'hyde'
 
 def run_list(store:Store, embedder, s:SubQuery, p:QueryParams, names, flt:Filter|None=None) -> tuple[RankedList, list[Hit]]:
     "One sub-query's ranked list."
-    if s.kind == 'lex': hits = keyword_hits(store, s.text, p.depth, names, filter=flt)
-    else: hits = vector_hits(store, embedder, s.text or None, p.depth, names, qv=s.vector, filter=flt)
+    if s.kind == 'lex': hits = keyword_hits(store, s.text, p.depth, names, filter=flt, params=p.bm25, collapse=False)
+    else: hits = vector_hits(store, embedder, s.text or None, p.depth, names, qv=s.vector, filter=flt, collapse=False)
     return RankedList(f'{s.kind}:{s.source}', [h.doc_id for h in hits], [h.score for h in hits], list_weight(s.kind, s.source, p)), hits
 
 def strong_probe(hits:list[Hit], p:QueryParams) -> bool:
@@ -217,16 +222,37 @@ def explain_hit(doc_id:int, lists:list[RankedList], fused:Fused|None, rerank:flo
                 final=round(float(final), 4))
 
 # %% ../nbs/11c_hybrid.ipynb #31982951
-def _cache_key(store, embedder, query, limit, names, min_score, p, searches, flt=None):
+def cited_rerank(store:Store, hits:list, # the final ranking, best first
+                 p:BM25Params, lex:list, # the question's keyword hits, whose stories say whether one quotes it
+                 n_terms:int) -> list:
+    "A question (no keyword hit quotes it whole) favours the top hits that the other top hits point to by name."
+    if not p.authority_weight or n_terms < 2 or not hits or any((h.explain or {}).get('exact_words', 0) >= n_terms for h in lex): return hits
+    ki, top = keyword_index(store), hits[:p.authority_depth]
+    g = ki.slots([h.doc_id for h in top]); known = np.flatnonzero(g >= 0)
+    bonus = np.zeros(len(top)); bonus[known] = p.authority_weight * np.log1p(cited_by(store, ki, g[known], p.authority_title_words))
+    out = [replace(h, score=h.score + b) for h, b in zip(top, bonus)]
+    for h, b in zip(out, bonus):
+        if b and isinstance(h.explain, dict): h.explain['cited'] = round(float(b), 4)
+    return sorted(out, key=lambda h: -h.score) + hits[len(top):]
+
+def main_copies_first(store:Store, hits:list, p:BM25Params, lex:list, n_terms:int) -> list:
+    "A question: of same-named pages in different folders among the top hits, the copy in the biggest folder leads (`main_first`)."
+    if not p.main_copy_first or n_terms < 2 or not hits or any((h.explain or {}).get('exact_words', 0) >= n_terms for h in lex): return hits
+    top = hits[:p.authority_depth]
+    s = main_first(*families(store, [h.doc_id for h in top]), [h.score for h in top])
+    return sorted([replace(h, score=float(x)) for h, x in zip(top, s)], key=lambda h: -h.score) + hits[len(top):]
+
+def _cache_key(store, embedder, query, limit, names, min_score, p, searches, flt=None, collapse=True):
     from qmd_nb.store import generation
     from qmd_nb.vectors import vector_generation
     fp = embedder.fingerprint if embedder else ''
     live = flt is not None and any((flt.created_within, flt.updated_within, flt.stale)) # relative to now: never cached
-    return None if live else ('qcache', query, limit, tuple(names or ()), min_score, p, repr(searches), flt, generation(store), vector_generation(store, fp) if fp else 0)
+    return None if live else ('qcache', query, limit, tuple(names or ()), min_score, p, repr(searches), flt, collapse, generation(store), vector_generation(store, fp) if fp else 0)
 
 def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=None, min_score:float=0.0,
                 params:QueryParams|None=None, searches:list|None=None,
-                filter:dict|Filter|None=None # metadata conditions (see `qmd_nb.filter`); `sort` orders the final list by date
+                filter:dict|Filter|None=None, # metadata conditions (see `qmd_nb.filter`); `sort` orders the final list by date
+                collapse:bool=True # near-copies shown once, under the best-ranked one
                ) -> list[QueryHit]:
     "Ranked hybrid hits with their explanations."
     p = params or QueryParams.from_settings(store.config.settings)
@@ -236,7 +262,7 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     subs = subs or parse_typed(query)
     if p.rerank == 'embed' and (embedder is None or not has_vectors(store, embedder.fingerprint)):
         p = replace(p, rerank='none') # degraded to keyword search: keep its order
-    key = _cache_key(store, embedder, query, limit, names, min_score, p, searches, flt)
+    key = _cache_key(store, embedder, query, limit, names, min_score, p, searches, flt, collapse)
     cache = store.cache.setdefault('qcache', {})
     if key in cache: return cache[key]
     lists, hits, qv = gather(store, embedder, query, p, names, subs, flt)
@@ -247,6 +273,9 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     byid, lines = {f.doc_id: f for f in fused}, {h.doc_id: h for hs in hits.values() for h in hs if h.line}
     out = [QueryHit(d, s, byid[d].score, lines[d].line if d in lines else 0, lines[d].end_line if d in lines else 0,
                     explain=explain_hit(d, lists, byid.get(d), rr.get(d), s)) for d, s in zip(ids, scores) if s >= min_score]
+    n_terms = len(Analyzer().terms(query or ''))
+    out = main_copies_first(store, cited_rerank(store, out, p.bm25, hits.get('lex:user', []), n_terms), p.bm25, hits.get('lex:user', []), n_terms)
+    if collapse: out = collapse_hits(store, out, p.bm25.duplicate_threshold)
     out = sort_hits(store, out, flt.sort)[:limit] if flt else out[:limit]
     if key is None: return out
     if len(cache) > 256: cache.pop(next(iter(cache)))
@@ -259,12 +288,13 @@ def query(store:Store, embedder, query:str|None, # a question; or lex:/vec:/hyde
           searches:list|None=None, # typed sub-queries [{type, query}], instead of `query`
           rerank:bool|None=None, # False turns the reranker off
           explain:bool=False, # attach each hit's score story (`SearchResult.explain`)
-          filter:dict|Filter|None=None # metadata conditions, applied before every cut (see `qmd_nb.filter`)
+          filter:dict|Filter|None=None, # metadata conditions, applied before every cut (see `qmd_nb.filter`)
+          collapse:bool=True # near-copies shown once, listed under the best-ranked one (False: every copy)
          ) -> list[SearchResult]:
     "Hybrid search: the highest-quality ranking, with snippets."
     p = params or QueryParams.from_settings(store.config.settings)
     if rerank is False: p = replace(p, rerank='none')
-    hs = hybrid_hits(store, embedder, query, limit, collection, min_score, p, searches, filter)
+    hs = hybrid_hits(store, embedder, query, limit, collection, min_score, p, searches, filter, collapse)
     text = query or ' '.join(s['query'] for s in searches or [] if isinstance(s, dict) and s.get('type') == 'lex') or \
            ' '.join(s['query'] for s in searches or [] if isinstance(s, dict))
     res = to_results(store, hs, text)

@@ -6,23 +6,27 @@ Docs: https://qmd-nb.github.io/qmd-nb/index.html.md"""
 
 # %% ../nbs/05_index.ipynb #4c502fe9
 from __future__ import annotations
-import errno, hashlib, os, re, shutil, stat, sys, unicodedata
+import errno, hashlib, json, os, re, shutil, stat, sys, time, unicodedata
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
+from operator import attrgetter
+from pathlib import Path, PurePosixPath
 from .config import Collection, DEFAULT_MASK, check_name, check_path_text, norm_context_path, UsageError, NotFound, QmdError, atomic_write, DiskFull, disk_full
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
-from .store import (Store, NewDoc, put_docs, touch_docs, remove_docs, drop_orphans, doc_index, set_problems,
-                          mark_updated, get_collection, forget_collection, rename_in_catalog, cached_conversion,
-                          cache_conversions, library_files, check_allowed)
+from .store import (Store, NewDoc, DocRow, Known, put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index,
+                          doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started,
+                          generation, get_collection, forget_collection, rename_in_catalog, cached_conversion, cache_conversions,
+                          library_files, check_allowed)
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS
-from .keyword import keyword_index, _current_name
+from .keyword import _current_name
+from .fields import doc_stream
 
 # %% auto #0
-__all__ = ['MAX_GLOB', 'MAX_ALTERNATIVES', 'Glob', 'glob_re', 'mask_match', 'hidden', 'discover', 'doc_meta', 'prepare_doc',
-           'read_inside', 'UpdateStats', 'set_total', 'progress_bar', 'update_collection', 'update', 'covering',
-           'add_collection', 'remove_collection', 'rename_collection', 'context_key', 'add_context', 'remove_context',
-           'git_pull', 'pull_collections']
+__all__ = ['MAX_GLOB', 'MAX_ALTERNATIVES', 'RACY_NS', 'Glob', 'glob_re', 'Masks', 'masks_re', 'mask_match', 'hidden', 'discover',
+           'doc_meta', 'prepare_doc', 'read_inside', 'UpdateStats', 'set_total', 'progress_bar', 'stat_unchanged',
+           'racy', 'ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword', 'update', 'covering',
+           'add_collection', 'remove_collection', 'rename_collection', 'update_paths', 'context_key', 'add_context',
+           'remove_context', 'git_pull', 'pull_collections']
 
 # %% ../nbs/05_index.ipynb #e6cdbd5a
 MAX_GLOB, MAX_ALTERNATIVES = 1000, 64 # characters in a glob; patterns its {a,b} braces may expand to
@@ -103,9 +107,19 @@ def glob_re(mask:str) -> Glob:
     "Compile a glob mask (`**`, `*`, `?`, `[...]`, `{a,b}`) for `/`-separated relative paths."
     return Glob(mask)
 
+class Masks:
+    "Several compiled globs; `.match(path)`: whether any takes it (linear, as each `Glob`)."
+    def __init__(self, globs:list[Glob]): self.globs = globs
+    def match(self, path:str) -> bool: return any(g.match(path) for g in self.globs)
+
+@lru_cache(maxsize=64)
+def masks_re(masks:tuple) -> Masks:
+    "The masks compiled once (a scan matches every file against them)."
+    return Masks([glob_re(m) for m in masks])
+
 def mask_match(masks:list[str], rel:str) -> bool:
     "Whether a relative path matches any of the masks."
-    return any(glob_re(m).match(rel) for m in masks)
+    return masks_re(tuple(masks)).match(rel)
 
 # %% ../nbs/05_index.ipynb #6a9d8aae
 _DOTS_ONLY = re.compile(r'^\.+\.[^.]+$') # `..md`: the name is dots and an extension
@@ -116,33 +130,36 @@ def hidden(name:str, is_dir:bool) -> bool:
     return name.startswith('.') and (is_dir or not _DOTS_ONLY.match(name))
 
 def _count(d:dict, k): d[k] = d.get(k, 0) + 1
+_name = attrgetter('name')
 
 def discover(root:str|Path, # collection folder
              masks:list[str], # masks a relative path must match
              left_out:dict|None=None # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files
             ):
     "Yield (relative path, path to read, stat) of every file of the collection (a link inside it: its target)."
-    root = Path(root); real_root = os.path.realpath(root)
+    real_root = os.path.realpath(root); match = masks_re(tuple(masks)).match
     inside = lambda p: p == real_root or p.startswith(real_root + os.sep)
-    seen, stack = {real_root}, [(str(root), '')]
+    seen, stack = {real_root}, [(str(root), real_root, '')] # (folder, its real path, its relative path)
     while stack:
-        folder, rel = stack.pop()
-        try: entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        folder, real, rel = stack.pop()
+        try:
+            with os.scandir(folder) as it: entries = sorted(it, key=_name)
         except OSError: continue
         for e in entries:
-            r = unicodedata.normalize('NFC', f'{rel}{e.name}')
+            name = e.name
+            r = unicodedata.normalize('NFC', rel + name) # one name for a file however the disk spells it
             try:
-                if hidden(e.name, e.is_dir()):
-                    if left_out is not None and e.name != 'node_modules' and e.is_file(follow_symlinks=False): _count(left_out, 'hidden')
+                if (name[0] == '.' or name == 'node_modules') and hidden(name, e.is_dir()):
+                    if left_out is not None and name != 'node_modules' and e.is_file(follow_symlinks=False): _count(left_out, 'hidden')
                     continue
-                link = e.is_symlink()
-                if link and not inside(os.path.realpath(e.path)): continue
+                link = e.is_symlink() # only links need `realpath` (a `stat` of every part of the path)
+                if link and not inside(target := os.path.realpath(e.path)): continue
                 if e.is_dir():
-                    real = os.path.realpath(e.path)
-                    if real not in seen: seen.add(real); stack.append((e.path, r + '/'))
+                    sub = target if link else real + os.sep + name
+                    if sub not in seen: seen.add(sub); stack.append((e.path, sub, r + '/'))
                 elif e.is_file():
-                    if mask_match(masks, r): yield r, os.path.realpath(e.path) if link else e.path, e.stat()
-                    elif left_out is not None: _count(left_out, os.path.splitext(e.name)[1].lower() or '(none)')
+                    if match(r): yield r, target if link else e.path, e.stat() # the stat: one system call per file, most of a scan's cost
+                    elif left_out is not None: _count(left_out, os.path.splitext(name)[1].lower() or '(none)')
             except OSError: continue
 
 # %% ../nbs/05_index.ipynb #eba5d426
@@ -165,7 +182,7 @@ def prepare_doc(collection:str, path:str, text:str, hash:str, an:Analyzer, size=
     if 'file_type' not in fm and (ft := KINDS.get(os.path.splitext(path)[1].lower())): fm['file_type'] = ft
     body = text.split('\n', start)[-1] if start else text
     title = title or doc_title(fm, body.split('\n', 200)[:200], path)
-    return NewDoc(collection, path, hash, title, text, ' '.join(an.terms(body)), start, size, mtime, fm)
+    return NewDoc(collection, path, hash, title, text, doc_stream(an, text, start, fm), start, size, mtime, fm)
 
 # %% ../nbs/05_index.ipynb #aeb7e558
 def read_inside(path:str, # the file to read (a link inside the collection: its target, as `discover` gives it)
@@ -191,6 +208,7 @@ class UpdateStats:
     updated: int = 0 # changed documents
     unchanged: int = 0
     removed: int = 0 # documents whose file vanished (or can no longer be read)
+    moved: int = 0 # documents whose file was renamed (content, id and vectors kept)
     skipped: int = 0 # files that could not be indexed
     problems: dict = field(default_factory=dict) # path -> reason
     error: str|None = None # why the collection could not be updated at all (its documents are kept)
@@ -198,7 +216,7 @@ class UpdateStats:
     @property
     def unmatched(self) -> int: return sum(v for k, v in self.left_out.items() if k != 'hidden')
     @property
-    def changed(self) -> bool: return bool(self.indexed or self.updated or self.removed)
+    def changed(self) -> bool: return bool(self.indexed or self.updated or self.removed or self.moved)
 
 class _NoBar:
     "Stands in for a progress bar nobody will see (and spares importing tqdm)."
@@ -224,6 +242,22 @@ def progress_bar(total:int, desc:str, enabled:bool|None=None, unit:str='file'):
     return tqdm(total=total, desc=desc, unit=unit, leave=False, file=sys.stderr)
 
 # %% ../nbs/05_index.ipynb #2eb6e02a
+RACY_NS = 1_000_000_000 # a file modified this close to (or after) the start of the scan that saw it may change again unseen
+
+def stat_unchanged(k:Known, # what the catalog knows of the file
+                   st:os.stat_result, # the file's stat now
+                   since_ns:int|None # when the last complete scan of the collection began (None: not recorded)
+                  ) -> bool:
+    "Whether the file is surely as the catalog saw it, from its size, mtime (ns) and inode alone."
+    if k.mtime_ns is None: return k.size == st.st_size and k.mtime == st.st_mtime # a row from before mtime_ns was kept
+    if (k.size, k.mtime_ns, k.inode) != (st.st_size, st.st_mtime_ns, st.st_ino): return False
+    return not racy(st, since_ns)
+
+def racy(st:os.stat_result, since_ns:int|None) -> bool:
+    "Git's racy rule: a file whose mtime is not older than the last scan's start (less a second) could have been written again in the same tick."
+    return since_ns is not None and st.st_mtime_ns >= since_ns - RACY_NS
+
+# %% ../nbs/05_index.ipynb #74d5debf
 @dataclass
 class _Pending:
     "A changed PDF, Word or HTML file waiting for its conversion."
@@ -234,17 +268,17 @@ class _Pending:
     st: os.stat_result
     known: bool # the catalog had a document at this path
 
-def _read(full, rel, k, st, c, an, stats, lib, root:str|None=None # the collection folder's real path (default: resolved now)
+def _read(full, rel, old, st, c, an, stats, lib, root:str|None=None # the collection folder's real path (default: resolved now)
          ):
-    "A NewDoc for a changed file, a _Pending conversion, 'same' when only its mtime moved, or None (problem recorded)."
+    "A NewDoc for a changed file, a _Pending conversion, 'same' when only its stat moved (`old`: the hash the catalog has), or None (problem recorded)."
     try: data, st = read_inside(full, root or os.path.realpath(c.path))
     except OSError as e:
         why = 'it became a symbolic link' if e.errno == errno.ELOOP else e.strerror
         stats.problems[rel] = f"unreadable: {why}"; return None
     h = hashlib.sha256(data).hexdigest()
-    if k and k[3] == h: return ('same', st)
+    if old == h: return 'same'
     kind = KINDS.get(os.path.splitext(rel)[1].lower())
-    if kind in ('pdf', 'docx', 'html'): return _Pending(rel, data, h, kind, st, bool(k))
+    if kind in ('pdf', 'docx', 'html'): return _Pending(rel, data, h, kind, st, old is not None)
     try: text = decode_text(data)
     except ValueError as e: stats.problems[rel] = str(e); return None
     return prepare_doc(c.name, rel, text, h, an, st.st_size, st.st_mtime, meta=doc_meta({}, *lib[rel]) if rel in lib else None)
@@ -265,6 +299,95 @@ def _converted(store, pend, cv, c, an, stats, lib) -> tuple[list, list]:
         else: stats.indexed += 1
     return docs, [(p.hash, res[p.hash][1], res[p.hash][2]) for p in todo]
 
+# %% ../nbs/05_index.ipynb #f574f0db
+@dataclass
+class ScanPlan:
+    "What a scan's `stat`s decided before any file is read."
+    unchanged: int = 0
+    touch: list = field(default_factory=list) # (size, mtime, mtime_ns, inode, id): same file, stat to record
+    read: list = field(default_factory=list) # (rel, full, stat, Known or None): files to read
+    moves: list = field(default_factory=list) # (old rel, new rel, stat): renamed files, recognised by inode, size and mtime
+    gone: dict = field(default_factory=dict) # rel -> Known: documents whose file is not there any more
+
+def _ext(p:str) -> str: return os.path.splitext(p)[1].lower()
+def _stat_row(st) -> tuple: return st.st_size, st.st_mtime, st.st_mtime_ns, st.st_ino # what the catalog records of a file's stat
+
+def plan_scan(files:list, # (rel, full path, stat) of the files found
+              known:dict, # rel -> Known: the catalog's documents over the same ground
+              since_ns:int|None, # when the last complete scan began (see `racy`)
+              renames:bool=True # recognise renamed files (not in libraries, whose files map to their sources)
+             ) -> ScanPlan:
+    "Sort the files found by their `stat`: unchanged, renamed, or to be read; and the documents that vanished."
+    found = {rel for rel, _, _ in files}
+    p = ScanPlan(gone={rel: k for rel, k in known.items() if rel not in found})
+    by_stat = {(k.inode, k.size, k.mtime_ns): rel for rel, k in p.gone.items() if k.mtime_ns is not None and k.inode} if renames else {}
+    clean_before = since_ns - RACY_NS if since_ns is not None else float('inf')
+    for rel, full, st in files:
+        k = known.get(rel)
+        if k is not None and k.mtime_ns == st.st_mtime_ns and k.size == st.st_size and k.inode == st.st_ino and st.st_mtime_ns < clean_before:
+            p.unchanged += 1 # `stat_unchanged`, spelt out: this runs for every file of every update
+        elif k is not None and stat_unchanged(k, st, since_ns):
+            p.unchanged += 1
+            if k.mtime_ns is None: p.touch.append((*_stat_row(st), k.id)) # fill in the new columns
+        elif k is None and (old := by_stat.get((st.st_ino, st.st_size, st.st_mtime_ns))) and _ext(old) == _ext(rel) and not racy(st, since_ns):
+            p.moves.append((old, rel, st)); del by_stat[(st.st_ino, st.st_size, st.st_mtime_ns)]; del p.gone[old]
+        else: p.read.append((rel, full, st, k))
+    return p
+
+# %% ../nbs/05_index.ipynb #8bcc92c3
+def _moved_title(store, k:DocRow, new:str) -> str:
+    "The title of a document after its file was renamed: its own title, unless that came from the old file name."
+    if k.title != PurePosixPath(k.path).stem: return k.title # from front matter, a heading or the converted file
+    text, start = doc_body(store, k.hash)
+    return doc_title(k.meta, text.split('\n', start + 200)[start:start + 200], new)
+
+def _read_changed(store, c, p:ScanPlan, old_hash:dict, by_hash:dict, moves:list, stats, an, lib, progress, batch, convert_batch):
+    "Read the plan's files: write the new and changed ones in batches, and add renames found by content hash to `moves`."
+    docs, pend, stat_of = [], [], {rel: st for rel, _, st, _ in p.read}
+    root = os.path.realpath(c.path) # what `read_inside` checks each file is still inside
+    def stamp(ds): # the stat each document was read with: what the next update compares
+        for d in ds: st = stat_of[d.path]; d.inode, d.mtime_ns = st.st_ino, st.st_mtime_ns
+        return ds
+    def flush(cv):
+        nonlocal docs, pend
+        new, cache = _converted(store, pend, cv, c, an, stats, lib); pend = []
+        put_docs(store, stamp(docs + new)); docs = []; cache_conversions(store, cache, CONVERTER_VERSION)
+    with progress_bar(len(p.read), f'Indexing {c.name}', progress) as bar, Converter() as cv:
+        for rel, full, st, k in p.read:
+            bar.update(1)
+            d = _read(full, rel, old_hash.get(k.id) if k else None, st, c, an, stats, lib, root)
+            if d is None: stats.skipped += 1; continue
+            if d == 'same': p.touch.append((*_stat_row(st), k.id)); stats.unchanged += 1; continue
+            if isinstance(d, _Pending):
+                pend.append(d)
+                if len(pend) >= convert_batch or sum(len(x.data) for x in pend) > 2**26: flush(cv)
+                continue
+            if k is None and (g := by_hash.pop(d.hash, None)) and g.path in p.gone and _ext(g.path) == _ext(rel): # renamed (and touched)
+                moves.append((rel, d.title, *_stat_row(st), g.id)); del p.gone[g.path]; continue
+            docs.append(d)
+            if k: stats.updated += 1
+            else: stats.indexed += 1
+            if len(docs) >= batch: put_docs(store, stamp(docs)); docs = []
+        flush(cv)
+
+def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, an:Analyzer|None=None, progress:bool|None=None,
+          batch:int=500, convert_batch:int=64) -> tuple[UpdateStats, list]:
+    "Bring the catalog's `known` documents in line with `files` (found on disk over the same ground); the stats, and the contents that may have lost their last document."
+    an, stats, lib = an or Analyzer(), UpdateStats(c.name), library_files(store, c.name)
+    p = plan_scan(files, known, since_ns, renames=not lib)
+    stats.unchanged = p.unchanged
+    gone_rows = {d.path: d for d in docs_by_ids(store, [k.id for k in p.gone.values()] + [known[o].id for o, _, _ in p.moves])}
+    moves = [(new, _moved_title(store, gone_rows[old], new), *_stat_row(st), known[old].id) for old, new, st in p.moves]
+    old_hash = doc_hashes(store, [k.id for *_, k in p.read if k is not None])
+    by_hash = {d.hash: d for rel, d in gone_rows.items() if rel in p.gone} if p.read and not lib else {}
+    _read_changed(store, c, p, old_hash, by_hash, moves, stats, an, lib, progress, batch, convert_batch)
+    remove_docs(store, [k.id for rel, k in p.gone.items()]) # first: a file renamed onto a vanished one's path
+    move_docs(store, moves); touch_docs(store, p.touch)
+    failed = [k.id for rel, k in known.items() if rel in stats.problems and rel not in p.gone] # a file that no longer converts loses its old document
+    remove_docs(store, failed)
+    stats.removed, stats.moved = len(p.gone) + len(failed), len(moves)
+    return stats, [gone_rows[r].hash for r in p.gone] + list(old_hash.values())
+
 def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress:bool|None=None, batch:int=500,
                       convert_batch:int=64 # PDF/Word/HTML files converted together (in a process pool when many)
                      ) -> UpdateStats:
@@ -272,37 +395,24 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
     if not Path(c.path).is_dir(): raise NotFound(f"Collection '{c.name}' folder is missing: {c.path}")
     if (real := os.path.realpath(c.path)) != os.path.normpath(c.path) and Path(c.path) != store.paths.cache/'libraries'/c.name: # kept resolved when added
         raise NotFound(f"Collection '{c.name}' folder {c.path} now leads to {real} (it, or a folder above it, became a link): not updated; add it again if that is meant")
-    an, stats, known, seen, docs, touch = an or Analyzer(), UpdateStats(c.name), doc_index(store, c.name), set(), [], []
-    lib, pend, files, root = library_files(store, c.name), [], list(discover(c.path, c.masks, stats.left_out)), os.path.realpath(c.path)
-    def flush(cv):
-        nonlocal docs, pend
-        new, cache = _converted(store, pend, cv, c, an, stats, lib); pend = []
-        put_docs(store, docs + new); docs = []; cache_conversions(store, cache, CONVERTER_VERSION)
-    with progress_bar(len(files), f'Indexing {c.name}', progress) as bar, Converter() as cv:
-        for rel, full, st in files:
-            bar.update(1); k = known.get(rel)
-            if k and k[1] == st.st_size and k[2] == st.st_mtime: seen.add(rel); stats.unchanged += 1; continue
-            d = _read(full, rel, k, st, c, an, stats, lib, root)
-            if d is None: stats.skipped += 1; continue
-            seen.add(rel)
-            if isinstance(d, tuple): touch.append((d[1].st_size, d[1].st_mtime, k[0])); stats.unchanged += 1; continue
-            if isinstance(d, _Pending):
-                pend.append(d)
-                if len(pend) >= convert_batch or sum(len(p.data) for p in pend) > 2**26: flush(cv)
-                continue
-            docs.append(d)
-            if k: stats.updated += 1
-            else: stats.indexed += 1
-            if len(docs) >= batch: put_docs(store, docs); docs = []
-        flush(cv)
-    touch_docs(store, touch)
-    seen -= set(stats.problems) # a file that no longer converts loses its old document, as one that is no longer text does
-    gone = [v[0] for p, v in known.items() if p not in seen]
-    remove_docs(store, gone); stats.removed = len(gone)
-    set_problems(store, c.name, stats.problems); mark_updated(store, c.name)
+    began, since = time.time_ns(), scan_started(store, c.name)
+    if since is None: note_scan(store, c.name, began) # a run killed before its end must still find what it read racy
+    left_out = {}
+    stats, _ = _sync(store, c, list(discover(c.path, c.masks, left_out)), doc_index(store, c.name), since, an, progress, batch, convert_batch)
+    stats.left_out = left_out
+    set_problems(store, c.name, stats.problems); mark_updated(store, c.name, began)
     return stats
 
 # %% ../nbs/05_index.ipynb #3c0888c6
+def refresh_keyword(store:Store):
+    """Bring the keyword index level with the catalog: the documents its change log names since the last commit go into a
+    new segment (`qmd_nb.keyword.refresh`); when nothing changed since the last refresh, at the cost of one catalog read."""
+    mark = str(generation(store))
+    if store.q("SELECT value FROM kv WHERE key='keyword_fresh'") == [(mark,)] and (store.paths.keyword_dir/'CURRENT').exists(): return
+    from qmd_nb.keyword import refresh # numpy and the index files: only when there is work for them
+    refresh(store)
+    with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES('keyword_fresh', ?)", (mark,))
+
 def update(store:Store, names:list[str]|None=None, # collections to update (default: all)
            progress:bool|None=None) -> list[UpdateStats]:
     "Update collections, then drop unused content and bring the keyword index up to date."
@@ -318,7 +428,7 @@ def update(store:Store, names:list[str]|None=None, # collections to update (defa
                 raise disk_full(store.paths.cache, f"the update stopped in collection '{c.name}' (documents it re-indexed are kept, "
                                                    "the others keep their previous version; the index is consistent)") from None
         drop_orphans(store) # always: a killed run may have left content no document uses
-        keyword_index(store)
+        refresh_keyword(store)
     return stats
 
 # %% ../nbs/05_index.ipynb #ec4a03b7
@@ -358,7 +468,7 @@ def add_collection(store:Store, path:str, # folder to index
         try:
             with store.tx(): # one transaction: readers see the collection whole, or not at all
                 s = update_collection(store, c, Analyzer(), progress)
-                store.config.collections[name] = c; keyword_index(store); store.save_config()
+                store.config.collections[name] = c; refresh_keyword(store); store.save_config()
         except BaseException: _undo_add(store, name, kw); raise
     return s
 
@@ -385,7 +495,7 @@ def _remove(store, name):
     key = f'qmd://{name}'
     store.config.contexts = {k: v for k, v in store.config.contexts.items() if k != key and not k.startswith(key + '/')}
     store.save_config()
-    n = forget_collection(store, name); keyword_index(store)
+    n = forget_collection(store, name); refresh_keyword(store)
     if Path(c.path) == store.paths.cache/'libraries'/name: # a library: its folder holds qmd-nb's copies, not your files
         import shutil; shutil.rmtree(c.path, ignore_errors=True)
     return n
@@ -403,7 +513,50 @@ def _rename(store, old, new):
     cfg.collections = {(new if k == old else k): (replace(c, name=new, path=path) if k == old else v) for k, v in cfg.collections.items()}
     ren = lambda k: f'qmd://{new}' + k[len(f'qmd://{old}'):] if k == f'qmd://{old}' or k.startswith(f'qmd://{old}/') else k
     cfg.contexts = {ren(k): v for k, v in cfg.contexts.items()}
-    store.save_config(); rename_in_catalog(store, old, new); keyword_index(store)
+    store.save_config(); rename_in_catalog(store, old, new); refresh_keyword(store)
+
+# %% ../nbs/05_index.ipynb #481d7828
+def _looked_at(c:Collection, paths:list) -> list[str]:
+    "The relative paths inside the collection among `paths` (absolute, or relative to its folder), without hidden ones."
+    root, out = os.path.realpath(c.path), set()
+    for p in paths:
+        full = os.path.normpath(os.path.join(root, p)) # an absolute p stays as it is
+        if full != root and not full.startswith(root + os.sep): continue
+        rel = Path(full).relative_to(root).as_posix()
+        if rel != '.' and not any(x.startswith('.') or x == 'node_modules' for x in rel.split('/')): out.add(rel)
+    return sorted(out)
+
+def _found(c:Collection, rels:list[str]) -> tuple[list, list]:
+    "(files found at or under `rels` that the collection's masks take, folders to look under for documents)."
+    root, files, folders = os.path.realpath(c.path), {}, []
+    inside = lambda p: p.startswith(root + os.sep)
+    for rel in rels:
+        full = os.path.join(root, rel)
+        try: st = os.stat(full)
+        except OSError: folders.append(rel); continue # gone: it was a file or a folder
+        if os.path.islink(full) and not inside(os.path.realpath(full)): continue # as `discover`: links out of the collection are not followed
+        if stat.S_ISDIR(st.st_mode):
+            folders.append(rel)
+            files.update({f'{rel}/{r}': (f'{rel}/{r}', f, s) for r, f, s in discover(full, ['**']) if mask_match(c.masks, f'{rel}/{r}')})
+        elif stat.S_ISREG(st.st_mode) and mask_match(c.masks, rel): files[rel] = (rel, os.path.realpath(full) if os.path.islink(full) else full, st)
+    return list(files.values()), folders
+
+def update_paths(store:Store, collection:str, # the collection the paths belong to
+                 paths:list, # changed files or folders: absolute, or relative to the collection's folder
+                 an:Analyzer|None=None) -> UpdateStats:
+    "Bring just these files and folders of a collection in line with the disk, then refresh the keyword index."
+    with store.writing():
+        c = get_collection(store, collection)
+        rels = _looked_at(c, paths)
+        files, folders = _found(c, rels)
+        since = scan_started(store, c.name)
+        if since is None: note_scan(store, c.name, time.time_ns())
+        known = doc_index(store, c.name, paths=rels + [f for f, _, _ in files], folders=folders)
+        stats, maybe_orphans = _sync(store, c, files, known, since, an, progress=False)
+        replace_problems(store, c.name, stats.problems, paths=rels + [f for f, _, _ in files], folders=folders)
+        if stats.changed: drop_orphans(store, maybe_orphans); mark_updated(store, c.name)
+        refresh_keyword(store)
+    return stats
 
 # %% ../nbs/05_index.ipynb #7f040e51
 def context_key(store:Store, path:str) -> str:

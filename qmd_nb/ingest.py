@@ -17,7 +17,7 @@ from .store import (Store, DocRow, put_docs, remove_docs, drop_orphans, add_prob
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS
 from .text import Analyzer
 from .index import prepare_doc, doc_meta
-from .keyword import keyword_index
+from .keyword import refresh
 
 # %% auto #0
 __all__ = ['NAMESPACE', 'LIBRARY_MASK', 'CONTENT_TYPES', 'MAX_JOB_WORKERS', 'MAX_JOBS_QUEUED', 'doc_uuid', 'find_by_uuid',
@@ -333,7 +333,7 @@ def ingest(store:Store, source:str|Source, # a file path or an http(s) URL (or w
         nd = _write(store, library, src, path, s.data, h, conv, metadata, (job, plan))
         if prev and prev[0] != path: _drop_file(store, library, prev[0])
         add_problem(store, library, src, None)
-        if reindex: keyword_index(store)
+        if reindex: refresh(store)
     plan.chunk_count = chunk_count(store, nd.body, nd.body_start, nd.title, h)
     return plan
 
@@ -370,7 +370,7 @@ def delete_document(store:Store, doc_id:str) -> int:
         text, start = store.q("SELECT body, body_start FROM content WHERE hash=?", (d.hash,))[0]
         n = chunk_count(store, text, start, d.title, d.hash)
         with store.tx() as db: db.execute("DELETE FROM ingested WHERE library=? AND path=?", (d.collection, d.path))
-        _drop_file(store, d.collection, d.path); drop_orphans(store); keyword_index(store)
+        _drop_file(store, d.collection, d.path); drop_orphans(store); refresh(store)
     return n
 
 # %% ../nbs/05a_ingest.ipynb #19ea37ce

@@ -13,21 +13,25 @@ import numpy as np
 import pandas as pd
 from .config import QmdError, UsageError
 from .store import Store, docs_by_ids
-from .search import check_search_args
+from .search import check_search_args, families
 from .index import progress_bar
-from .fusion import RankedList, zscores, rrf_term, rank_bonus
+from .fusion import RankedList, zscores, rrf_term, rank_bonus, minmax
 from .expand import parse_typed
 from .rerank import candidates
 from .vectors import has_vectors
+from .keyword import BM25Params, keyword_index
+from .rank import similar_pairs, group_by_pairs, title_holders, main_first
+from .text import Analyzer
 from .hybrid import QueryParams, gather, fuse, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
-from .eval import EvalReport, ndcg_at, recall_at, mrr_at, load_beir, corpus_store, prepare_vectors
+from .eval import EvalReport, ndcg_at, recall_at, mrr_at, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
 from .frames import METRICS, compare_runs
 
 # %% auto #0
-__all__ = ['LIST_FIELDS', 'RERANK_FIELDS', 'CONTROLS', 'GROUPS', 'LAZY', 'Judged', 'read_judgements', 'key_of', 'QueryLists',
-           'LabCache', 'query_lists', 'rerank_scores', 'build_cache', 'beir_lab', 'selected_lists', 'reorder',
-           'exact_rankings', 'ListArrays', 'list_arrays', 'fast_fuse', 'fast_rankings', 'lab_rankings', 'lab_metrics',
-           'sweep', 'changed', 'apply_params', 'eval_command', 'control', 'svg_plot', 'RankingLab', 'ranking_lab']
+__all__ = ['LIST_FIELDS', 'RERANK_FIELDS', 'CONTROLS', 'GROUPS', 'LAZY', 'Judged', 'read_judgements', 'read_known', 'key_of',
+           'QueryLists', 'LabCache', 'query_lists', 'rerank_scores', 'build_cache', 'beir_lab', 'selected_lists',
+           'reorder', 'exact_rankings', 'ListArrays', 'list_arrays', 'fast_fuse', 'fast_rankings', 'lab_rankings',
+           'near_copies', 'title_holders_of', 'cited_order', 'main_order', 'lab_metrics', 'sweep', 'metric_values',
+           'changed', 'apply_params', 'eval_command', 'control', 'svg_plot', 'RankingLab', 'ranking_lab']
 
 # %% ../nbs/31_lab.ipynb #210d1ae9
 @dataclass
@@ -52,11 +56,18 @@ def read_judgements(store:Store, path:str|Path) -> Judged:
     keys = {i: f'{c}/{p}' for i, c, p in store.q("SELECT id, collection, path FROM documents")}
     return Judged(Path(path).stem, {qid: q for q, qid in queries.items() if qid in qrels}, qrels, keys)
 
+def read_known(store:Store, path:str|Path) -> Judged:
+    "Known-item queries over an index from a TSV of `query<TAB>page` lines (a page: `collection/path` or its end, every copy counts)."
+    queries, qrels = read_known_items(store, path)
+    return Judged(Path(path).stem, queries, qrels, {i: f'{c}/{p}' for i, c, p in store.q("SELECT id, collection, path FROM documents")})
+
 # %% ../nbs/31_lab.ipynb #6f2330a2
-LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta') # a new value re-runs retrieval
+LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'bm25') # a new value re-runs retrieval
 RERANK_FIELDS = ('rerank', 'rerank_window', 'rerank_title') # a new value re-runs the reranker
 
-def key_of(p:QueryParams, names) -> tuple: return tuple(getattr(p, n) for n in names)
+def key_of(p:QueryParams, names) -> tuple:
+    "The values of these parameters (keyword ranking's without the duplicate threshold, which applies after retrieval)."
+    return tuple(replace(p.bm25, duplicate_threshold=0.0) if n == 'bm25' else getattr(p, n) for n in names)
 
 @dataclass
 class QueryLists:
@@ -64,6 +75,8 @@ class QueryLists:
     lists: list # (name, doc ids, scores) per list, in the pipeline's order
     probe: list # the first two keyword hits (for the strong-probe test)
     pool: list # every document of any list, in order of first appearance
+    quoted: bool = False # a keyword hit holds the whole question (then no page gains for being pointed to)
+    n_terms: int = 0 # the question's analysed words
 
 @dataclass
 class LabCache:
@@ -80,6 +93,8 @@ class LabCache:
     arrays: dict = field(default_factory=dict) # key_of(p, LIST_FIELDS) -> ListArrays
     scored: set = field(default_factory=set) # (list key, rerank key) pairs whose pools are all scored
     seconds: dict = field(default_factory=dict) # what building each part cost
+    near: dict = field(default_factory=dict) # (list key, duplicate threshold) -> per query, doc id -> near-copies among its pool
+    holders: dict = field(default_factory=dict) # (list key, title words) -> per query, (pool position by id, [j, i] j holds i's title)
 
 def query_lists(c:LabCache, p:QueryParams, progress=False) -> list[QueryLists]:
     "The retrieval lists of `p`'s list setting (run once per setting, then cached)."
@@ -90,7 +105,9 @@ def query_lists(c:LabCache, p:QueryParams, progress=False) -> list[QueryLists]:
         for q in c.texts:
             lists, hits, _ = gather(c.store, c.embedder, q, g, None, parse_typed(q))
             pool = list(dict.fromkeys(d for l in lists for d in l.ids))
-            out.append(QueryLists([(l.name, l.ids, l.scores) for l in lists], hits.get('lex:user', [])[:2], pool)); bar.update(1)
+            lex, n = hits.get('lex:user', []), len(Analyzer().terms(q))
+            quoted = any((h.explain or {}).get('exact_words', 0) >= n for h in lex)
+            out.append(QueryLists([(l.name, l.ids, l.scores) for l in lists], lex[:2], pool, quoted, n)); bar.update(1)
     c.lists[k], c.seconds[('lists',) + k] = out, time.time() - t
     return out
 
@@ -145,21 +162,22 @@ def selected_lists(q:QueryLists, p:QueryParams) -> list[RankedList]:
     return [RankedList(n, ids, sc, list_weight(*n.split(':', 1), p)) for n, ids, sc in q.lists if expand or n.endswith(':user')]
 
 def reorder(ids:list, scores, rr:list|None, # reranker scores of the first `rerank_top` ids (None: no reranker)
-            p:QueryParams) -> list[int]:
-    "Final order: the top `rerank_top` of the fused ranking re-ordered by the blend of fused and reranker scores, as `rescore` does."
+            p:QueryParams) -> tuple[list[int], list[float]]:
+    "Final order and scores: the top `rerank_top` of the fused ranking re-ordered by the blend of fused and reranker scores, as `rescore` does."
     k = min(len(ids), p.rerank_top)
-    if rr is None or k < 2: return list(ids)
-    order, _ = rerank_order(scores[:k], rr[:k], p)
-    return [ids[i] for i in order] + list(ids[k:])
+    if rr is None or k < 2: return list(ids), minmax(scores).tolist()
+    order, b = rerank_order(scores[:k], rr[:k], p)
+    tail = (minmax(scores[k:]) * float(b.min()) * 0.999).tolist() if len(ids) > k else []
+    return [ids[i] for i in order] + list(ids[k:]), [float(b[i]) for i in order] + tail
 
-def exact_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) -> list[list[int]]:
-    "Every query's top 100 through the pipeline's `fuse`, one query at a time."
+def exact_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) -> list[tuple[list[int], list[float]]]:
+    "Every query's ranking through the pipeline's `fuse`, one query at a time."
     out = []
     for i, q in enumerate(ql):
         sel = selected_lists(q, p); keep = evidenced(sel, p)
         f = [x for x in fuse(sel, p) if keep is None or x.doc_id in keep] # as `hybrid_hits`: candidates with evidence of their own
         ids = [x.doc_id for x in f]
-        out.append(reorder(ids, [x.score for x in f], [rr[i][d] for d in ids[:p.rerank_top]] if rr else None, p)[:100])
+        out.append(reorder(ids, [x.score for x in f], [rr[i][d] for d in ids[:p.rerank_top]] if rr else None, p))
     return out
 
 # %% ../nbs/31_lab.ipynb #e1265162
@@ -212,8 +230,8 @@ def fast_fuse(a:ListArrays, ql:list[QueryLists], p:QueryParams) -> tuple[np.ndar
     score[~present] = -np.inf
     return score, present.sum(1)
 
-def fast_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) -> list[list[int]]:
-    "Every query's top 100, fused for all queries at once; cut and blend per query with `fusion.blend`."
+def fast_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) -> list[tuple[list[int], list[float]]]:
+    "Every query's ranking, fused for all queries at once; cut and blend per query with `fusion.blend`."
     k = key_of(p, LIST_FIELDS)
     if k not in c.arrays: c.arrays[k] = list_arrays(ql)
     a = c.arrays[k]
@@ -222,7 +240,7 @@ def fast_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) 
     for i in range(len(ql)):
         top = order[i, :n[i]]
         ids = a.ids[i, top].tolist()
-        out.append(reorder(ids, score[i, top], [rr[i][d] for d in ids[:p.rerank_top]] if rr else None, p)[:100])
+        out.append(reorder(ids, score[i, top], [rr[i][d] for d in ids[:p.rerank_top]] if rr else None, p))
     return out
 
 # %% ../nbs/31_lab.ipynb #7c1611fe
@@ -232,36 +250,98 @@ def lab_rankings(c:LabCache, p:QueryParams, exact:bool=False, # through `hybrid.
     if p.expansion == 'chat': raise UsageError("The ranking lab covers expansion=none and expansion=prf, not chat")
     ql = query_lists(c, p, progress)
     rr = rerank_scores(c, p, ql, progress) if p.rerank != 'none' and c.embedder is not None else None
-    runs, keys = (exact_rankings if exact else fast_rankings)(c, p, ql, rr), c.judged.keys
-    return {q: [keys[d] for d in ids if d in keys] for q, ids in zip(c.qids, runs)}
+    runs, keys, near = (exact_rankings if exact else fast_rankings)(c, p, ql, rr), c.judged.keys, near_copies(c, p, ql)
+    held = title_holders_of(c, p, ql) if p.bm25.authority_weight else None
+    out = {}
+    for i, (q, (ids, sc)) in enumerate(zip(c.qids, runs)):
+        if held is not None: ids = cited_order(ids, sc, held[i], ql[i], p.bm25)
+        ids = main_order(c.store, ids, ql[i], p.bm25)
+        rels = c.judged.qrels.get(q, {})
+        groups = group_by_pairs(ids, near[i])[:100] if near[i] else [[d] for d in ids[:100]]
+        out[q] = [k for g in groups if (k := _judged(g, keys, rels)) is not None]
+    return out
+
+def near_copies(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[dict]:
+    "Per query, doc id -> the near-copies of it among the query's pool (computed once per list setting and threshold)."
+    k = (key_of(p, LIST_FIELDS), p.bm25.duplicate_threshold)
+    if k in c.near: return c.near[k]
+    ki, out = keyword_index(c.store), []
+    for q in ql:
+        pool = np.array(q.pool, np.int64); g = ki.slots(pool); known = np.flatnonzero(g >= 0)
+        a, b = similar_pairs(ki.signatures(g[known]), p.bm25.duplicate_threshold)
+        near = {}
+        for x, y in zip(pool[known[a]].tolist(), pool[known[b]].tolist()): near.setdefault(x, set()).add(y); near.setdefault(y, set()).add(x)
+        out.append(near)
+    c.near[k] = out
+    return out
+
+def title_holders_of(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[tuple[dict, np.ndarray]]:
+    "Per query, which pooled documents hold which pooled documents' titles (computed once per list setting)."
+    k = (key_of(p, LIST_FIELDS), p.bm25.authority_title_words)
+    if k in c.holders: return c.holders[k]
+    ki, an, out = keyword_index(c.store), Analyzer(), []
+    for q in ql:
+        g = ki.slots(q.pool); titles = dict(c.store.q(f"SELECT id, title FROM documents WHERE id IN ({','.join('?' * len(q.pool))})", q.pool)) if q.pool else {}
+        ts = [t if g[i] >= 0 and len(t := an.terms(titles.get(d, ''))) <= p.bm25.authority_title_words else [] for i, d in enumerate(q.pool)]
+        M = title_holders(ki, np.maximum(g, 0), ts) & (g >= 0)[:, None]
+        out.append(({d: i for i, d in enumerate(q.pool)}, M))
+    c.holders[k] = out
+    return out
+
+def cited_order(ids:list, scores:list, held:tuple, q:QueryLists, bm:BM25Params) -> list:
+    "The order `hybrid.cited_rerank` gives: for a question, the top documents gain for being pointed to by the others."
+    if not bm.authority_weight or q.n_terms < 2 or q.quoted or not ids: return ids
+    pos, M = held
+    top = ids[:bm.authority_depth]; idx = [pos[d] for d in top]
+    s = np.array(scores[:len(top)]) + bm.authority_weight * np.log1p(M[np.ix_(idx, idx)].sum(0))
+    return [top[j] for j in np.argsort(-s, kind='stable')] + list(ids[len(top):])
+
+def main_order(store:Store, ids:list, q:QueryLists, bm:BM25Params) -> list:
+    "The order `hybrid.main_copies_first` gives: for a question, the copy of same-named pages in the biggest folder first."
+    if not bm.main_copy_first or q.n_terms < 2 or q.quoted or not ids: return ids
+    top = ids[:bm.authority_depth]
+    s = main_first(*families(store, top), -np.arange(len(top), dtype=np.float64))
+    return [top[j] for j in np.argsort(-s, kind='stable')] + list(ids[len(top):])
+
+def _judged(group:list, keys:dict, rels:dict) -> str|None:
+    "The key a shown result is judged by: its own, or a relevant near-copy's folded under it (as `eval` does)."
+    own = keys.get(group[0])
+    if rels.get(own, 0) > 0: return own
+    return next((keys[d] for d in group[1:] if rels.get(keys.get(d), 0) > 0), own)
 
 def lab_metrics(c:LabCache, p:QueryParams, exact:bool=False, progress:bool|None=False) -> EvalReport:
-    "nDCG@10, Recall@100 and MRR@10 of `p` from the cache: the numbers `evaluate` gives (latency is NaN)."
+    "nDCG@10, Recall@100, MRR@10, Hit@1 and Hit@10 of `p` from the cache: the numbers `evaluate` gives (latency is NaN)."
     qrels = c.judged.qrels
-    pq = {q: (ndcg_at(r, qrels[q]), recall_at(r, qrels[q], 100), mrr_at(r, qrels[q])) for q, r in lab_rankings(c, p, exact, progress).items()}
-    m = np.array(list(pq.values())) if pq else np.zeros((1, 3))
-    return EvalReport('query', *m.mean(0).tolist(), float('nan'), float('nan'), len(pq), pq)
+    pq = {q: query_metrics(r, qrels[q]) for q, r in lab_rankings(c, p, exact, progress).items()}
+    m = np.array(list(pq.values())) if pq else np.zeros((1, 5))
+    n, r, mrr, h1, h10 = m.mean(0).tolist()
+    return EvalReport('query', n, r, mrr, float('nan'), float('nan'), len(pq), pq, h1, h10)
 
 # %% ../nbs/31_lab.ipynb #d24accae
 def sweep(c:LabCache, p:QueryParams, name:str, values) -> pd.DataFrame:
     "Metrics of `p` with parameter `name` set to each of `values`, one row per value."
     rows = []
     for v in values:
-        r = lab_metrics(c, p.updated(**{name: v}))
-        rows.append({name: v, 'ndcg@10': r.ndcg10, 'recall@100': r.recall100, 'mrr@10': r.mrr10})
+        rows.append({name: v, **metric_values(lab_metrics(c, p.updated(**{name: v})))})
     return pd.DataFrame(rows)
 
+def metric_values(r:EvalReport) -> dict:
+    "A report's metrics by the names `frames.METRICS` uses."
+    return dict(zip(METRICS, (r.ndcg10, r.recall100, r.mrr10, r.hit1, r.hit10)))
+
+def _diff(x, d) -> dict: return {f.name: getattr(x, f.name) for f in fields(x) if f.name != 'bm25' and getattr(x, f.name) != getattr(d, f.name)}
+
 def changed(p:QueryParams) -> dict:
-    "The parameters of `p` that differ from the defaults."
-    d = QueryParams()
-    return {f.name: getattr(p, f.name) for f in fields(p) if getattr(p, f.name) != getattr(d, f.name)}
+    "The parameters of `p` (keyword ranking's included) that differ from the defaults."
+    return {**_diff(p, QueryParams()), **_diff(p.bm25, BM25Params())}
 
 def apply_params(store:Store, p:QueryParams) -> dict:
-    "Write `p` as the index config's `query` settings (what differs from the defaults); what was written."
+    "Write `p` as the index config's `query` and `bm25` settings (what differs from the defaults); what was written."
     store.reload_config()
-    store.config.settings['query'] = changed(p)
+    store.config.settings['query'], store.config.settings['bm25'] = _diff(p, QueryParams()), _diff(p.bm25, BM25Params())
+    if not store.config.settings['bm25']: del store.config.settings['bm25']
     store.save_config()
-    return store.config.settings['query']
+    return changed(p)
 
 def eval_command(p:QueryParams, folder:str|Path='DIR') -> str:
     "The `qmd-nb eval` command line that measures `p` (it starts from the defaults, not from the config)."
@@ -275,11 +355,15 @@ CONTROLS = dict( # (min, max, step) for numbers, choices for words, bool for a s
     original_weight=(0.0, 4.0, 0.1), expansion_weight=(0.0, 4.0, 0.1), lex_weight=(0.0, 3.0, 0.1), vec_weight=(0.0, 3.0, 0.1),
     fusion=('zscore', 'rrf'), rrf_k=(1.0, 200.0, 1.0), bonus_first=(0.0, 0.2, 0.005), bonus_top3=(0.0, 0.1, 0.005),
     rerank=('embed', 'none', 'cross-encoder', 'http'), rerank_top=(2, 200, 1), rerank_window=(1, 3, 1), rerank_title=bool,
-    blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05))
+    blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05),
+    k1=(0.1, 3.0, 0.1), b=(0.0, 1.0, 0.05), title_weight=(0.0, 6.0, 0.25), meta_weight=(0.0, 4.0, 0.25), heading_weight=(0.0, 4.0, 0.25),
+    lead_weight=(0.0, 4.0, 0.25), body_weight=(0.0, 2.0, 0.25), proximity_depth=(10, 300, 10), phrase_weight=(0.0, 1.0, 0.05),
+    phrase_power=(0.5, 4.0, 0.25), near_weight=(0.0, 1.0, 0.05), near_slop=(0, 10, 1), overview_yield=bool, overview_min_links=(1, 20, 1), authority_weight=(0.0, 1.0, 0.05), authority_depth=(5, 100, 5), authority_title_words=(1, 10, 1), main_copy_first=bool, duplicate_threshold=(0.5, 1.0, 0.05))
 GROUPS = {'Retrieval': ('depth', 'vec_floor', 'expansion', 'probe_min_score', 'probe_min_gap', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta'),
           'Fusion': ('fusion', 'original_weight', 'expansion_weight', 'lex_weight', 'vec_weight', 'rrf_k', 'bonus_first', 'bonus_top3'),
-          'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'blend_top3', 'blend_top10', 'blend_rest')}
-LAZY = set(LIST_FIELDS) | {'rerank_window', 'rerank_title'}
+          'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'blend_top3', 'blend_top10', 'blend_rest'),
+          'Keyword': tuple(f.name for f in fields(BM25Params))}
+LAZY = (set(LIST_FIELDS) | {'rerank_window', 'rerank_title'} | set(BM25Params.__dataclass_fields__)) - {'bm25', 'duplicate_threshold'}
 
 def control(name:str, value):
     "The widget for one parameter, holding `value`."
@@ -316,15 +400,18 @@ def svg_plot(xs, ys, xlabel:str, ylabel:str, base:float|None=None, mark:tuple|No
 # %% ../nbs/31_lab.ipynb #53c51764
 class RankingLab:
     "The ranking lab's widgets over a `LabCache`; drive it from code through `controls`, `sweep_to`, `save_baseline`, `apply`."
-    def __init__(self, cache:LabCache, params:QueryParams|None=None, target:Store|None=None, folder:str|Path|None=None):
+    def __init__(self, cache:LabCache, params:QueryParams|None=None, target:Store|None=None, folder:str|Path|None=None,
+                 metric:str='ndcg@10' # the metric that decides wins and losses (`mrr@10` for known items)
+                ):
         import ipywidgets as W
-        self.cache, self.target, self.folder = cache, target, folder
+        self.cache, self.target, self.folder, self.metric = cache, target, folder, metric
         p = params or QueryParams()
-        self.controls = {f.name: control(f.name, getattr(p, f.name)) for f in fields(QueryParams)}
+        self.controls = {f.name: control(f.name, getattr(p, f.name)) for f in fields(QueryParams) if f.name != 'bm25'}
+        self.controls.update({f.name: control(f.name, getattr(p.bm25, f.name)) for f in fields(BM25Params)})
         self.status, self.metrics_html, self.table, self.plot, self.command = W.HTML(), W.HTML(), W.HTML(), W.HTML(), W.HTML()
         nums = [n for n, s in CONTROLS.items() if isinstance(s, tuple) and not isinstance(s[0], str) and n not in LAZY]
         self.sweep_name = W.Dropdown(options=nums, value='rrf_k', description='sweep', layout=W.Layout(width='260px'))
-        self.sweep_metric = W.Dropdown(options=list(METRICS), description='metric', layout=W.Layout(width='220px'))
+        self.sweep_metric = W.Dropdown(options=list(METRICS), value=metric, description='metric', layout=W.Layout(width='220px'))
         self.sweep_button, self.baseline_button, self.apply_button = W.Button(description='Sweep'), W.Button(description='Save as baseline'), \
             W.Button(description='Apply to index config', button_style='warning')
         self.sweep_button.on_click(lambda _: self.sweep_to()); self.baseline_button.on_click(lambda _: self.save_baseline())
@@ -353,13 +440,14 @@ class RankingLab:
     def _render(self):
         b, r = self.baseline, self.result
         rows = ''.join(f'<tr><td>{m}</td><td>{x:.4f}</td><td>{y:.4f}</td><td style="color:{"#080" if y > x else "#b00" if y < x else "#000"}">{y - x:+.4f}</td></tr>'
-                       for m, x, y in zip(METRICS, (b.ndcg10, b.recall100, b.mrr10), (r.ndcg10, r.recall100, r.mrr10)))
+                       for m, x, y in zip(METRICS, metric_values(b).values(), metric_values(r).values()))
         self.metrics_html.value = f'<table><tr><th></th><th>baseline</th><th>now</th><th>Δ</th></tr>{rows}</table>'
-        self.changes = compare_runs(b, r, queries=self.cache.judged.queries)
+        m = self.metric
+        self.changes = compare_runs(b, r, m, queries=self.cache.judged.queries)
         v = self.changes.verdict.value_counts()
         moved = self.changes[self.changes.verdict != 'tie'].head(20)
-        self.table.value = (f"<b>{v.get('win', 0)} wins, {v.get('loss', 0)} losses, {v.get('tie', 0)} ties</b> (nDCG@10 against the baseline)"
-                            + moved[['text', 'ndcg@10 a', 'ndcg@10 b', 'ndcg@10 Δ', 'verdict']].to_html(float_format='{:.3f}'.format))
+        self.table.value = (f"<b>{v.get('win', 0)} wins, {v.get('loss', 0)} losses, {v.get('tie', 0)} ties</b> ({m} against the baseline)"
+                            + moved[['text', f'{m} a', f'{m} b', f'{m} Δ', 'verdict']].to_html(float_format='{:.3f}'.format))
         self._plot()
 
     def _plot(self):
@@ -367,8 +455,7 @@ class RankingLab:
         n, m = self.sweep_df.columns[0], self.sweep_metric.value
         if n not in self.controls: return
         cur = self.controls[n].value
-        mark = (cur, {'ndcg@10': self.result.ndcg10, 'recall@100': self.result.recall100, 'mrr@10': self.result.mrr10}[m])
-        base = {'ndcg@10': self.baseline.ndcg10, 'recall@100': self.baseline.recall100, 'mrr@10': self.baseline.mrr10}[m]
+        mark, base = (cur, metric_values(self.result)[m]), metric_values(self.baseline)[m]
         self.plot.value = svg_plot(self.sweep_df[n].tolist(), self.sweep_df[m].tolist(), n, m, base, mark)
 
     def sweep_to(self, name:str|None=None, values=None, n:int=11) -> pd.DataFrame:
@@ -409,6 +496,7 @@ class RankingLab:
 # %% ../nbs/31_lab.ipynb #55f54e23
 def ranking_lab(source:str|Path|Store, # a BEIR folder, or an index (with `judgements`)
                 judgements:str|Path|None=None, # TSV of query<TAB>collection/path[<TAB>relevance], for an index
+                known_items:str|Path|None=None, # or a TSV of query<TAB>page known items (MRR@10, Hit@1, Hit@10), for an index
                 env:dict|None=None,
                 target:Store|None=None, # the index whose config "apply" writes (default: the index, or the default index for a folder)
                 params:QueryParams|None=None, # starting setting (default: the target's `query` settings)
@@ -416,11 +504,13 @@ def ranking_lab(source:str|Path|Store, # a BEIR folder, or an index (with `judge
     "Open the ranking lab on a BEIR folder or on an index with judged queries."
     from qmd_nb.embed import get_embedder
     if isinstance(source, Store):
-        if judgements is None: raise UsageError("An index needs a judgements file (query<TAB>collection/path[<TAB>relevance] lines)")
+        if judgements is None and known_items is None:
+            raise UsageError("An index needs a judgements file (query<TAB>collection/path[<TAB>relevance] lines) or known items")
         target = target or source
         p = params or QueryParams.from_settings(target.config.settings)
-        c = build_cache(source, read_judgements(source, judgements), embedder or get_embedder(source.config.settings, env), p, progress)
-        return RankingLab(c, p, target)
+        j = read_known(source, known_items) if known_items is not None else read_judgements(source, judgements)
+        c = build_cache(source, j, embedder or get_embedder(source.config.settings, env), p, progress)
+        return RankingLab(c, p, target, metric='mrr@10' if known_items is not None else 'ndcg@10')
     target = target or Store(env=env)
     p = params or QueryParams.from_settings(target.config.settings)
     return RankingLab(beir_lab(source, env, p, embedder, progress), p, target, source)

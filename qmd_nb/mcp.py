@@ -6,8 +6,8 @@ Docs: https://qmd-nb.github.io/qmd-nb/mcp.html.md"""
 
 # %% auto #0
 __all__ = ['DESCRIPTIONS', 'FILTER_HELP', 'LOG_LEVELS', 'DEFAULT_LOG_LEVEL', 'PROFILES', 'QMD_TOOLS', 'import_sdk',
-           'to_call_result', 'complete_path', 'wants_log', 'call_log_line', 'trim_header_values', 'profile_module',
-           'profile_tools', 'check_profiles', 'server_instructions', 'mk_mcp']
+           'to_call_result', 'complete_path', 'wants_log', 'call_log_line', 'trim_header_values', 'ChangeNotifier',
+           'profile_module', 'profile_tools', 'check_profiles', 'server_instructions', 'mk_mcp']
 
 # %% ../nbs/21_mcp.ipynb #120ba11a
 import functools, json, time, types, warnings
@@ -58,6 +58,9 @@ def import_sdk():
 def _models() -> tuple:
     "Pydantic models of the structured outputs (built on first use: pydantic is imported with the SDK)."
     from pydantic import BaseModel, Field
+    class Copy(BaseModel):
+        file: str = Field(description="collection/path of the copy")
+        docid: str
     class SearchResultItem(BaseModel):
         docid: str = Field(description="Short document id, e.g. #abc123; `get` accepts it")
         file: str = Field(description="collection/path of the document")
@@ -67,6 +70,7 @@ def _models() -> tuple:
         snippet: str = Field(description="The best-matching lines, each as `N: text` with its line number")
         line: int = Field(0, description="Line of the best match: use `get` with file `path:LINE`")
         page: Optional[int] = Field(None, description="Page of the best match, for documents with pages (PDF)")
+        duplicates: Optional[list[Copy]] = Field(None, description="Near-copies of this document (more versions, copies), not shown separately")
     class SearchOutput(BaseModel):
         results: list[SearchResultItem]
     class CollectionInfo(BaseModel):
@@ -151,6 +155,38 @@ def trim_header_values(app):
         await app(scope, receive, send)
     return trimmed
 
+# %% ../nbs/21_mcp.ipynb #9438c9e7
+class ChangeNotifier:
+    "Tells an MCP server's connected clients that the indexed documents changed."
+    def __init__(self, srv, store=None # the store (or a client's view of it) whose collections this server shows
+                ):
+        self.srv, self.store, self.conns, self.token = srv, store, {}, None
+        srv._lowlevel_server.middleware.append(self._observe) # the SDK's hook on every inbound message
+
+    async def _observe(self, ctx, call_next):
+        "Remember the event loop, and each handshake connection once it is initialised (until it closes)."
+        import anyio.lowlevel
+        self.token = anyio.lowlevel.current_token()
+        if ctx.method == 'notifications/initialized':
+            conn = ctx.session._connection # the per-client connection (its `state` is where the SDK keeps per-client data too)
+            self.conns[id(conn)] = conn; conn.exit_stack.callback(self.conns.pop, id(conn), None)
+        return await call_next(ctx)
+
+    async def notify_async(self):
+        "Send the change to every client: listen streams (2026-07-28), then each handshake connection."
+        from mcp.shared.subscriptions import ResourcesListChanged
+        await self.srv._subscriptions.publish(ResourcesListChanged()) # MCPServer's subscription bus (Context.notify_resources_changed does this inside a request)
+        for conn in list(self.conns.values()): await conn.send_resource_list_changed()
+
+    def notify(self, stats=() # the batch's `UpdateStats` (empty: changes anywhere)
+              ):
+        "From any thread: tell the clients, if the change is in collections they see (a no-op before the first client or after the server stopped)."
+        if self.token is None: return
+        if stats and self.store is not None and not {s.collection for s in stats} & set(self.store.config.collections): return
+        import anyio.from_thread
+        try: anyio.from_thread.run(self.notify_async, token=self.token)
+        except RuntimeError: self.token = None # the server's event loop has ended
+
 # %% ../nbs/21_mcp.ipynb #abd3bfdd
 @functools.cache
 def _server_class():
@@ -165,6 +201,10 @@ def _server_class():
             setup, sdk.configure_logging = sdk.configure_logging, lambda *a, **k: None
             try: super().__init__(*args, **kw)
             finally: sdk.configure_logging = setup
+            # the handshake revisions learn from `initialize` that the resource list may change (a watcher tells them when)
+            from mcp.server.lowlevel.server import NotificationOptions
+            low = self._lowlevel_server; make = low.create_initialization_options
+            low.create_initialization_options = lambda opts=None, *a, **k: make(opts or NotificationOptions(resources_changed=True), *a, **k)
 
         async def get_prompt(self, name, arguments=None, context=None):
             # the SDK raises ValueError, which the 2026-07-28 path answers as an internal error (-32603), logged with a traceback
@@ -259,7 +299,7 @@ def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0',
     QmdMCPServer = _server_class() # imports the SDK (quickly) before anything else of it is imported
     mods = {p: profile_module(p) for p in profiles if p != 'qmd'}
     srv = QmdMCPServer(name=name, version=version, instructions=server_instructions(engine, profiles))
-    _add_logging(srv)
+    _add_logging(srv); engine.listeners.append(ChangeNotifier(srv, engine.store).notify)
     if 'qmd' in profiles: _qmd_tools(srv, engine)
     for m in mods.values(): m.register(srv, engine)
     return srv
@@ -279,6 +319,7 @@ def _qmd_tools(srv, engine:Engine):
     L = Annotated[int, Field(description="Maximum number of results", ge=1, le=1000)]
     C = Annotated[Optional[str], Field(description="Only search this collection")]
     F = Annotated[Optional[dict], Field(description=FILTER_HELP)]
+    K = Annotated[bool, Field(description="Show near-copies (versions of a page, copied files) once, listed under the best-ranked one; false shows every copy")]
     Out = Annotated[CallToolResult, SearchOutput]
 
     async def answer(ctx:Context, name:str, fn, **args) -> CallToolResult:
@@ -289,12 +330,14 @@ def _qmd_tools(srv, engine:Engine):
         return to_call_result(r)
 
     @srv.tool(name='search', description=DESCRIPTIONS['search'], annotations=ro)
-    async def search(ctx:Context, query: Q, limit: L = 10, minScore: Annotated[float, Field(ge=0, le=1)] = 0, collection: C = None, filter: F = None) -> Out:
-        return await answer(ctx, 'search', search_tool, query=query, limit=limit, minScore=minScore, collection=collection, filter=filter)
+    async def search(ctx:Context, query: Q, limit: L = 10, minScore: Annotated[float, Field(ge=0, le=1)] = 0, collection: C = None, filter: F = None,
+                     collapse: K = True) -> Out:
+        return await answer(ctx, 'search', search_tool, query=query, limit=limit, minScore=minScore, collection=collection, filter=filter, collapse=collapse)
 
     @srv.tool(name='vsearch', description=DESCRIPTIONS['vsearch'], annotations=ro)
-    async def vsearch(ctx:Context, query: Q, limit: L = 10, minScore: Annotated[float, Field(ge=0, le=1)] = 0.3, collection: C = None, filter: F = None) -> Out:
-        return await answer(ctx, 'vsearch', vsearch_tool, query=query, limit=limit, minScore=minScore, collection=collection, filter=filter)
+    async def vsearch(ctx:Context, query: Q, limit: L = 10, minScore: Annotated[float, Field(ge=0, le=1)] = 0.3, collection: C = None, filter: F = None,
+                      collapse: K = True) -> Out:
+        return await answer(ctx, 'vsearch', vsearch_tool, query=query, limit=limit, minScore=minScore, collection=collection, filter=filter, collapse=collapse)
 
     @srv.tool(name='query', description=DESCRIPTIONS['query'], annotations=ro)
     async def query(ctx:Context, query: Annotated[Optional[str], Field(description="Natural-language question (or give searches)")] = None,
@@ -304,9 +347,9 @@ def _qmd_tools(srv, engine:Engine):
               intent: Annotated[Optional[str], Field(description="What you are trying to find out; steers re-ranking")] = None,
               rerank: bool = True,
               candidateLimit: Annotated[Optional[int], Field(description="Candidates to re-rank (default 40)", ge=1, le=200)] = None,
-              filter: F = None) -> Out:
+              filter: F = None, collapse: K = True) -> Out:
         r = await answer(ctx, 'query', query_tool, query=query, limit=limit, minScore=minScore, collection=collection, collections=collections,
-                         searches=searches, intent=intent, rerank=rerank, candidateLimit=candidateLimit, filter=filter)
+                         searches=searches, intent=intent, rerank=rerank, candidateLimit=candidateLimit, filter=filter, collapse=collapse)
         if not r.is_error and _client_wants(ctx, 'notice') and not has_vectors_any(engine.store):
             await _log(ctx, 'notice', "No embeddings yet: query answered from keyword search alone. Run 'qmd-nb embed' for semantic ranking.")
         return r

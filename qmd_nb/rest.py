@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/rest.html.md"""
 
 # %% auto #0
 __all__ = ['LOOPBACK', 'FORM_PATHS', 'ONCE_HEADERS', 'MAX_TEXTS', 'MAX_EMBED_CHARS', 'FilterSpec', 'SearchRequest',
-           'VSearchRequest', 'SubQuery', 'QueryRequest', 'ResultItem', 'SearchResponse', 'GetRequest',
+           'VSearchRequest', 'SubQuery', 'QueryRequest', 'Copy', 'ResultItem', 'SearchResponse', 'GetRequest',
            'MultiGetRequest', 'DocumentOut', 'Notice', 'GetResponse', 'MultiGetResponse', 'CollectionOut',
            'StatusResponse', 'EmbedRequest', 'EmbedResponse', 'CollectionAddRequest', 'CollectionAdded',
            'CollectionSummary', 'CollectionsResponse', 'CollectionDetail', 'CollectionRemoved', 'RenameRequest',
@@ -30,7 +30,7 @@ from .search import search, SearchResult, MAX_QUERY
 from .docs import get, multi_get, status, collection_status, Skipped, Document, empty_hint
 from .format import search_summary, status_text, doc_text, plural, REST_TRUNC
 from . import index
-from .tools import Engine, run_vsearch, run_query, current_fingerprint, confine_path, client_reader
+from .tools import Engine, run_vsearch, run_query, current_fingerprint, confine_path, watch_freshness, client_reader
 
 # %% ../nbs/22_rest.ipynb #a393ee3c
 class _Body(BaseModel): model_config = ConfigDict(extra='forbid')
@@ -56,6 +56,7 @@ class SearchRequest(_Body):
     min_score: float = Field(0.0, ge=0, le=1, description="Drop results scoring below this (0..1)")
     collection: Optional[str] = Field(None, description="Only these collections (comma-separated)")
     filter: Optional[FilterSpec] = None
+    collapse: bool = Field(True, description="Near-copies (versions of a page, copied files) shown once, listed under the best-ranked one")
 
     @property
     def conditions(self) -> dict|None: return self.filter.model_dump(exclude_none=True) if self.filter else None
@@ -77,11 +78,14 @@ class QueryRequest(SearchRequest):
     candidate_limit: Optional[int] = Field(None, ge=1, le=200, description="Candidates to re-rank (default 40)")
     explain: bool = Field(False, description="Add each result's score story")
 
+class Copy(BaseModel): file: str; docid: str
+
 class ResultItem(BaseModel):
     docid: str; file: str; title: str; score: float; context: Optional[str]; snippet: str
     line: int = Field(0, description="Line of the best match: `get` with file `path:LINE` reads from there")
     page: Optional[int] = Field(None, exclude_if=lambda v: v is None, description="Page of the best match, for documents with pages (PDF)")
     explain: Optional[dict] = Field(None, exclude_if=lambda v: v is None, description="query with explain=true: where the score came from")
+    duplicates: Optional[list[Copy]] = Field(None, exclude_if=lambda v: not v, description="Near-copies of this document, not listed separately")
 
 class SearchResponse(BaseModel):
     results: list[ResultItem]
@@ -106,6 +110,7 @@ class MultiGetResponse(BaseModel): results: list[Union[DocumentOut, Notice]]; co
 class CollectionOut(BaseModel): name: str; path: str; pattern: str; documents: int; last_updated: Optional[str] = None
 class StatusResponse(BaseModel):
     total_documents: int; needs_embedding: int; has_vector_index: bool; collections: list[CollectionOut]; content: str
+    freshness: Optional[dict] = Field(None, description="While `serve --watch` keeps the index fresh: what it did last and how long it took")
 
 class EmbedRequest(_Body): texts: list[str] = Field(description="Texts to embed (at most 1000)")
 class EmbedResponse(BaseModel): embeddings: list[list[float]]
@@ -304,16 +309,16 @@ def add_search_routes(app, engine:Engine):
     "POST /search, /vsearch, /query, /get, /multi_get and GET /status."
     E = lambda op: Depends(needs(engine, op))
     @app.post('/search', response_model=SearchResponse, responses=_ERRORS, summary="Keyword (BM25) search")
-    def search_ep(b: SearchRequest, e=E('search')): return _results(search(e.store, b.query, b.limit, b.collection, b.min_score, filter=b.conditions), b.query, e.store)
+    def search_ep(b: SearchRequest, e=E('search')): return _results(search(e.store, b.query, b.limit, b.collection, b.min_score, filter=b.conditions, collapse=b.collapse), b.query, e.store)
 
     @app.post('/vsearch', response_model=SearchResponse, responses=_ERRORS, summary="Semantic (vector) search; 503 without vectors")
-    def vsearch_ep(b: VSearchRequest, e=E('vsearch')): return _results(run_vsearch(e, b.query, b.limit, b.min_score, b.collection, b.conditions), b.query, e.store)
+    def vsearch_ep(b: VSearchRequest, e=E('vsearch')): return _results(run_vsearch(e, b.query, b.limit, b.min_score, b.collection, b.conditions, b.collapse), b.query, e.store)
 
     @app.post('/query', response_model=SearchResponse, responses=_ERRORS,
               summary="Hybrid search (keyword search alone while there are no vectors)")
     def query_ep(b: QueryRequest, e=E('query')):
         subs = [s.model_dump() for s in b.searches] if b.searches else None
-        res, text = run_query(e, b.query, b.limit, b.min_score, _collection(b), subs, b.intent, b.rerank, b.candidate_limit, b.explain, b.conditions)
+        res, text = run_query(e, b.query, b.limit, b.min_score, _collection(b), subs, b.intent, b.rerank, b.candidate_limit, b.explain, b.conditions, b.collapse)
         return _results(res, text, e.store)
 
     @app.post('/get', response_model=GetResponse, responses=_ERRORS, summary="One document, or lines of it")
@@ -325,12 +330,13 @@ def add_search_routes(app, engine:Engine):
         items = [dict(type='text', text=i.notice('qmd get')) if isinstance(i, Skipped) else doc_out(i) for i in mg.items]
         return dict(results=[dict(type='text', text=x) for x in mg.errors] + items, content=None)
 
-    @app.get('/status', response_model=StatusResponse, responses=_ERRORS, summary="Index status")
+    @app.get('/status', response_model=StatusResponse, response_model_exclude_unset=True, responses=_ERRORS, summary="Index status")
     def status_ep(e=E('status')):
-        s = status(e.store, current_fingerprint(e))
+        s = status(e.store, current_fingerprint(e)); f = watch_freshness(e, [c.name for c in s.collections])
         cols = [dict(name=c.name, path=c.path, pattern=c.pattern, documents=c.documents, last_updated=c.last_updated) for c in s.collections]
-        return dict(total_documents=s.total_documents, needs_embedding=s.needs_embedding, has_vector_index=s.has_vector_index,
-                    collections=cols, content=status_text(s))
+        out = dict(total_documents=s.total_documents, needs_embedding=s.needs_embedding, has_vector_index=s.has_vector_index,
+                   collections=cols, content=status_text(s) + (f'\n  {f.summary}' if f else ''))
+        return out | ({'freshness': {**vars(f), 'summary': f.summary}} if f else {})
 
 # %% ../nbs/22_rest.ipynb #77426f2e
 MAX_TEXTS, MAX_EMBED_CHARS = 1000, 256 << 10 # texts per request; characters in all (1,000 texts of 8 KB took 140 s)

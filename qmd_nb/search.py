@@ -1,4 +1,4 @@
-"""BM25 search with phrases, exclusions and collection filters applied before the top-k cut, and snippets that quote the best lines with their real line numbers.
+"""BM25F search that knows documentation: phrases and proximity from word positions, overview pages that yield to the page they list, near-copies shown once, filters before the top-k cut, and snippets that quote the best lines with their real line numbers.
 
 Docs: https://qmd-nb.github.io/qmd-nb/search.html.md"""
 
@@ -6,18 +6,20 @@ Docs: https://qmd-nb.github.io/qmd-nb/search.html.md"""
 
 # %% ../nbs/06_search.ipynb #a1c49547
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 import numpy as np
 from .config import UsageError, contexts_for
 from .text import Analyzer, parse_query, raw_tokens, fold
-from .store import Store, DocRow, docs_by_ids, doc_bodies, docid, get_collection
-from .keyword import keyword_index, bm25_norm, view_scores
+from .store import Store, DocRow, docs_by_ids, doc_bodies, docid, get_collection, generation
+from .keyword import KeywordIndex, BM25Params, keyword_index, bm25_norm
+from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups, mentions, main_first
 from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .convert import page_of
 
 # %% auto #0
-__all__ = ['MAX_LIMIT', 'MAX_QUERY', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'keyword_hits', 'view_mask',
-           'term_patterns', 'best_line', 'make_snippet', 'context_of', 'to_results', 'search']
+__all__ = ['MAX_LIMIT', 'MAX_QUERY', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'families', 'cited_by',
+           'keyword_hits', 'bm25_params', 'collapse_hits', 'term_patterns', 'best_line', 'make_snippet', 'context_of',
+           'docids', 'to_results', 'search']
 
 # %% ../nbs/06_search.ipynb #d77b9a76
 @dataclass
@@ -29,6 +31,8 @@ class Hit:
     line: int = 0 # 1-based first line of the matching passage, when the ranker knows it (vectors do)
     end_line: int = 0 # its last line
     ref: str = '' # the passage's id (a vector chunk id)
+    duplicates: list = field(default_factory=list) # catalog ids of near-copies shown under this one
+    explain: dict|None = None # where the score came from
 
 @dataclass
 class SearchResult:
@@ -42,15 +46,17 @@ class SearchResult:
     line: int = 0 # line of the best match, for `get file:LINE`
     collection: str = ''
     path: str = ''
-    explain: dict|None = None # hybrid search: where the score came from
+    explain: dict|None = None # where the score came from
     page: int|None = None # page of the best match, for documents with pages (PDF)
+    duplicates: list = field(default_factory=list) # near-copies of this document: [{file, docid}], best first
 
     def to_dict(self) -> dict:
-        "The contract's fields (score rounded to 2 decimals) plus `line` (and `explain` and `page` when present)."
+        "The contract's fields (score rounded to 2 decimals) plus `line` (and `explain`, `page`, `duplicates` when present)."
         d = dict(docid=self.docid, file=self.file, title=self.title, score=round(self.score, 2),
                  context=self.context, snippet=self.snippet, line=self.line)
         if self.explain is not None: d['explain'] = self.explain
         if self.page is not None: d['page'] = self.page
+        if self.duplicates: d['duplicates'] = self.duplicates
         return d
 
 # %% ../nbs/06_search.ipynb #5f41b660
@@ -85,15 +91,14 @@ def _ordered(scores:np.ndarray, doc_ids:np.ndarray, k:int|None) -> np.ndarray:
         idx = idx[scores[idx] >= kth]
     return idx[np.lexsort((doc_ids[idx], -scores[idx]))]
 
-def _excluded_mask(ki, an:Analyzer, excluded:list[str]) -> tuple[np.ndarray|None, list[str]]:
-    "Documents holding an excluded single term, and the multi-word exclusions left to check on text."
+def _excluded_mask(ki:KeywordIndex, an:Analyzer, excluded:list[str]) -> tuple[np.ndarray|None, list[str]]:
+    "Documents holding an excluded single term, and the multi-word exclusions left to check on positions."
     mask, phrases = None, []
     for e in excluded:
         t = an.terms(e)
         if len(t) != 1: phrases.append(e); continue
-        for tid in ki.term_ids(t):
-            m = np.zeros(ki.n, dtype=bool); m[ki.backend.postings(tid)] = True
-            mask = m if mask is None else mask | m
+        m = ki.postings_mask(t[0])
+        mask = m if mask is None else mask | m
     return mask, phrases
 
 def _has_phrase(text:str, phrase:str) -> bool:
@@ -104,58 +109,166 @@ def _has_phrase(text:str, phrase:str) -> bool:
     if not all(w in f for w in words): return False # cheap refusal before tokenising the text
     return f" {' '.join(words)} " in f" {' '.join(raw_tokens(text))} "
 
+def _with_phrases(ki:KeywordIndex, order:np.ndarray, need:list[QueryTerms], avoid:list[QueryTerms], k:int, batch:int=256) -> np.ndarray:
+    "The first `k` candidates (in rank order) whose word positions hold every needed phrase and no avoided one."
+    if not need and not avoid: return order[:k]
+    out = []
+    for a in range(0, len(order), batch):
+        g = order[a:a + batch]; ok = np.ones(len(g), bool)
+        for q in need: ok &= phrase_match(ki, g, q)
+        for q in avoid: ok &= ~phrase_match(ki, g, q)
+        out.extend(g[ok].tolist())
+        if len(out) >= k: break
+    return np.array(out[:k], dtype=np.int64)
+
+# %% ../nbs/06_search.ipynb #3de04cbb
+def _rescore(store:Store, ki:KeywordIndex, g:np.ndarray, base:np.ndarray, q:QueryTerms, p:BM25Params) -> tuple[np.ndarray, dict]:
+    "Final scores of the top candidates: BM25F plus exactness and proximity, overview pages yielding; and the parts, per candidate."
+    m, n = len(q.terms), len(g)
+    occ = occurrences(ki, g, q) if m > 1 else None
+    exact, start = exactness(occ, q, n) if occ is not None else (np.ones(n, np.int64), np.full(n, -1))
+    near = nearness(occ, q, n, p.near_slop) if m > 1 else np.zeros(n)
+    scale = 1 + (p.phrase_weight + p.near_weight if m > 1 else 0)
+    s = (base + proximity_bonus(exact, near, m, p)) / scale
+    why = dict(bm25=base, exact=exact, near=near, yields_to={}, authority=np.zeros(n))
+    if p.overview_yield and (ov := overview_targets(ki, g, np.where(exact >= 2, start, -1), p)): _yield(store, ki, g, s, ov, why['yields_to'])
+    if p.authority_weight and m > 1 and exact.max() < m: # no candidate quotes the query: a question, not a quotation
+        top = np.argsort(-s, kind='stable')[:p.authority_depth]
+        why['authority'][top] = p.authority_weight * np.log1p(cited_by(store, ki, g[top], p.authority_title_words))
+        s = s + why['authority']
+        if p.main_copy_first: top = np.argsort(-s, kind='stable')[:p.authority_depth]; s[top] = main_first(*families(store, ki.doc_ids[g[top]]), s[top])
+    return s, why
+
+def families(store:Store, doc_ids) -> tuple[list, list]:
+    "Each document's family (collection, file name, title: same-named pages in different folders) and its folder's document count."
+    ids = [int(i) for i in doc_ids]
+    rows = {i: (c, p, t) for i, c, p, t in store.q(f"SELECT id, collection, path, title FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)} if ids else {}
+    sizes = store.cache.setdefault('folder_sizes', {})
+    if sizes.get('generation') != generation(store): sizes.clear(); sizes['generation'] = generation(store)
+    keys, n = [], []
+    for i in ids:
+        c, path, title = rows.get(i, (None, '', ''))
+        folder = (c, path.rpartition('/')[0] + '/' if '/' in path else '')
+        if folder not in sizes: # the documents right in that folder: a range of the (collection, path) index
+            sizes[folder] = sum(1 for (q,) in store.q("SELECT path FROM documents WHERE collection=? AND path >= ? AND path < ?",
+                                                     (c, folder[1], folder[1] + '\U0010ffff')) if '/' not in q[len(folder[1]):])
+        keys.append(None if c is None else (c, path.rpartition('/')[2].lower(), (title or '').lower())); n.append(sizes[folder])
+    return keys, n
+
+def cited_by(store:Store, ki:KeywordIndex, g:np.ndarray, # candidate slots
+             title_words:int=3 # titles longer than this are sentences, not names: nobody points to them by name
+            ) -> np.ndarray:
+    "For each candidate, how many of the others hold its title's words: the page the others point to."
+    ids = [int(d) for d in ki.doc_ids[g]]
+    titles = dict(store.q(f"SELECT id, title FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
+    an = Analyzer()
+    terms = [an.terms(titles.get(i, '')) for i in ids]
+    return mentions(ki, g, [t if len(t) <= title_words else [] for t in terms])
+
+def _yield(store:Store, ki:KeywordIndex, g:np.ndarray, s:np.ndarray, ov:dict, yields:dict):
+    "Overview pages give their place to the candidate their matched entry links to, and follow it."
+    coll = {c: ki.collections[ki.coll_codes[g[c]]] for c in ov}
+    want = sorted({(coll[c], t) for c, t in ov.items()})
+    rows = store.q("SELECT id, collection, path FROM documents WHERE " + ' OR '.join(['(collection=? AND path=?)'] * len(want)),
+                   [x for w in want for x in w])
+    at = {int(d): i for i, d in enumerate(ki.doc_ids[g])}
+    where = {(c, p): at[i] for i, c, p in rows if i in at}
+    for c, target in sorted(ov.items(), key=lambda cv: -s[cv[0]]):
+        t = where.get((coll[c], target))
+        if t is None or t == c or s[t] >= s[c]: continue
+        s[t], s[c] = s[c], s[c] * (1 - 1e-6) # the linked page takes the overview's place; the overview follows it
+        yields[c] = f'{coll[c]}/{target}'
+
 # %% ../nbs/06_search.ipynb #6ab059be
 def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_score:float=0.0,
-                 doc_mask:np.ndarray|None=None, # extra filter over the keyword index's documents
-                 filter:dict|Filter|None=None # metadata conditions (see `qmd_nb.filter`)
+                 doc_mask:np.ndarray|None=None, # extra filter over the keyword index's document slots (`KeywordIndex.doc_ids`)
+                 filter:dict|Filter|None=None, # metadata conditions (see `qmd_nb.filter`)
+                 params:BM25Params|None=None, # ranking constants (default: the config's `bm25` settings)
+                 collapse:bool=True # show near-copies once, under the best-ranked one
                 ) -> list[Hit]:
-    "Top BM25 hits of a query, filtered before the cut."
+    "Top keyword hits of a query: BM25F, then phrase and proximity on the top candidates, filtered and collapsed before the cut."
     query, limit, min_score = check_search_args(query, limit, min_score)
-    pq, an, ki = parse_query(query), Analyzer(), keyword_index(store)
+    p, pq, an, ki = params or bm25_params(store), parse_query(query), Analyzer(), keyword_index(store)
     if not pq.words: raise UsageError("query has no search terms (only exclusions)")
-    names = collection_names(store, collection)
-    tids = ki.term_ids(an.terms(' '.join(pq.words)))
-    if not tids or not ki.n: return []
-    s = _bm25(store, ki, tids)
+    names, q = collection_names(store, collection), query_terms(an, ' '.join(pq.words))
+    if not q.terms or not ki.n: return []
+    raw, top = ki.scores(q.terms, p, store.allowed) # a view: statistics of its own collections
+    s = bm25_norm(raw, top)
+    need, avoid, ex_phrases = _filter(store, ki, s, an, pq, names, doc_mask, parse_filter(filter))
+    k = max(p.proximity_depth, 4 * limit)
+    g = _with_phrases(ki, _ordered(s, ki.doc_ids, None if need or avoid else k), need, avoid, k)
+    if not len(g): return []
+    fs, why = _rescore(store, ki, g, s[g], q, p)
+    o = np.lexsort((ki.doc_ids[g], -fs))
+    o = o[fs[o] >= max(min_score, 1e-9)]
+    groups = _groups(ki, g[o], p.duplicate_threshold, 4 * limit) if collapse else [[i] for i in range(len(o))]
+    hits = [Hit(int(ki.doc_ids[g[o[c[0]]]]), float(fs[o[c[0]]]), float(raw[g[o[c[0]]]]), duplicates=[int(ki.doc_ids[g[o[i]]]) for i in c[1:]],
+                explain=_story(why, o[c[0]]) if k_ < 2 * limit else None) for k_, c in enumerate(groups)] # stories for what may be shown
+    checks = pq.phrases + ex_phrases # exact wording, checked on the text of the few hits shown
+    return _verify(store, hits, pq.phrases, ex_phrases, limit) if checks else hits[:limit]
+
+def _filter(store, ki:KeywordIndex, s:np.ndarray, an:Analyzer, pq, names, doc_mask, f) -> tuple[list, list, list]:
+    "Zero the scores of what the filters leave out (collections, mask, metadata, exclusions, missing phrase words); the phrases to check."
     if names: s[~ki.collection_mask(names)] = 0
     if doc_mask is not None: s[~doc_mask] = 0
-    f = parse_filter(filter)
     if f and f.conditions: s[~filter_mask(store, f, ki.doc_ids)] = 0
     ex, ex_phrases = _excluded_mask(ki, an, pq.excluded)
     if ex is not None: s[ex] = 0
-    s[s < max(min_score, 1e-9)] = 0
-    check = pq.phrases + ex_phrases
-    order = _ordered(s, ki.doc_ids, None if check else limit)
-    if not check: return [Hit(int(ki.doc_ids[i]), float(s[i])) for i in order[:limit]]
-    return _verify(store, ki, s, order, pq.phrases, ex_phrases, limit)
+    need = [x for x in (query_terms(an, ph) for ph in pq.phrases) if x.terms]
+    for x in need:
+        for t in x.unique: s[~ki.postings_mask(t)] = 0
+    return need, [x for x in (query_terms(an, ph) for ph in ex_phrases) if x.terms], ex_phrases
 
-def view_mask(store:Store, ki) -> np.ndarray|None:
-    "The keyword index's documents a view holds (kept per build); None for the whole store."
-    if store.allowed is None: return None
-    key = ('view-mask', str(ki.folder), ki.generation)
-    if key not in store.cache:
-        for k in [k for k in store.cache if isinstance(k, tuple) and k[0] == 'view-mask']: del store.cache[k]
-        store.cache[key] = ki.collection_mask(sorted(store.allowed))
-    return store.cache[key]
+def bm25_params(store:Store) -> BM25Params:
+    "The config's `bm25` settings, parsed once per version of the config file."
+    cfg = store.config
+    hit = store.cache.get('bm25params')
+    if hit is None or hit[0] is not cfg: hit = store.cache['bm25params'] = (cfg, BM25Params.from_settings(cfg.settings))
+    return hit[1]
 
-def _bm25(store:Store, ki, tids:list[int]) -> np.ndarray:
-    "Normalised BM25 scores: with the whole index's statistics, or a view's own (a token limited to collections must not feel the others)."
-    mask = view_mask(store, ki)
-    return bm25_norm(ki.scores(tids), ki.max_score(tids)) if mask is None else view_scores(ki, tids, mask)
+def _groups(ki:KeywordIndex, g:np.ndarray, threshold:float, enough:int) -> list[list[int]]:
+    "Near-copy groups of ranked slots, among the first `enough` of them (all of them when those hold fewer than a quarter as many groups)."
+    groups = duplicate_groups(ki.signatures(g[:enough]), threshold)
+    return groups if len(g) <= enough or 4 * len(groups) >= enough else duplicate_groups(ki.signatures(g), threshold)
 
-def _verify(store, ki, s, order, phrases, ex_phrases, limit, batch=64) -> list[Hit]:
-    "Walk candidates in rank order, keeping those whose text has every phrase and no excluded one."
+def _story(why:dict, i:int) -> dict:
+    "One candidate's part of `_rescore`'s story."
+    d = dict(bm25=round(float(why['bm25'][i]), 4), exact_words=int(why['exact'][i]), near=round(float(why['near'][i]), 3),
+             authority=round(float(why['authority'][i]), 4))
+    if i in why['yields_to']: d['yields_to'] = why['yields_to'][i]
+    return d
+
+def _verify(store, hits:list[Hit], phrases, ex_phrases, limit, batch=64) -> list[Hit]:
+    "Walk hits in rank order, keeping those whose text has every phrase as written and no excluded one."
     out = []
-    for k in range(0, len(order), batch):
-        part = [int(ki.doc_ids[i]) for i in order[k:k+batch]]
-        rows = {d.id: d for d in docs_by_ids(store, part)}
+    for k in range(0, len(hits), batch):
+        part = hits[k:k+batch]
+        rows = {d.id: d for d in docs_by_ids(store, [h.doc_id for h in part])}
         bodies = doc_bodies(store, [d.hash for d in rows.values()])
-        for i, did in zip(order[k:k+batch], part):
-            if did not in rows or rows[did].hash not in bodies: continue
-            text = bodies[rows[did].hash][0]
+        for h in part:
+            d = rows.get(h.doc_id)
+            if d is None or d.hash not in bodies: continue
+            text = bodies[d.hash][0]
             if all(_has_phrase(text, p) for p in phrases) and not any(_has_phrase(text, p) for p in ex_phrases):
-                out.append(Hit(did, float(s[i])))
+                out.append(h)
                 if len(out) == limit: return out
+    return out
+
+# %% ../nbs/06_search.ipynb #bf72783a
+def collapse_hits(store:Store, hits:list[Hit], # ranked hits, best first
+                  threshold:float|None=None # duplicate threshold (default: the config's `bm25.duplicate_threshold`)
+                 ) -> list[Hit]:
+    "Near-copies (by the keyword index's signatures) folded into the best-ranked one, which lists them in `duplicates`."
+    if len(hits) < 2: return hits
+    t = BM25Params.from_settings(store.config.settings).duplicate_threshold if threshold is None else threshold
+    ki = keyword_index(store)
+    g = ki.slots([h.doc_id for h in hits])
+    known = np.flatnonzero(g >= 0) # documents the index does not hold yet stand alone
+    lead = {int(known[c[0]]): [hits[known[i]] for i in c[1:]] for c in duplicate_groups(ki.signatures(g[known]), t)}
+    out, folded = [], {id(h) for c in lead.values() for h in c}
+    for i, h in enumerate(hits):
+        if id(h) in folded: continue
+        out.append(replace(h, duplicates=h.duplicates + [d.doc_id for d in lead.get(i, [])]) if lead.get(i) else h)
     return out
 
 # %% ../nbs/06_search.ipynb #ec9cd6aa
@@ -211,19 +324,37 @@ def context_of(store:Store, d:DocRow) -> str|None:
     c = contexts_for(store.config.contexts, d.collection, d.path)
     return '\n\n'.join(c) if c else None
 
+def docids(store:Store, hashes:list[str], n:int=6) -> dict:
+    "hash -> docid (`store.docid`'s shortest unique prefix) for many contents, in one catalog query."
+    hs = list(dict.fromkeys(hashes))
+    if not hs: return {}
+    rivals = []
+    for k in range(0, len(hs), 200): # a compound SELECT has at most 500 parts
+        part = hs[k:k+200]
+        rivals += [r[0] for r in store.q(' UNION '.join(['SELECT hash FROM documents WHERE hash >= ? AND hash < ?'] * len(part)), # each part uses the index
+                                         [x for h in part for x in (h[:n], h[:n] + 'g')])]
+    out = {}
+    for h in hs:
+        k, near = n, [r for r in rivals if r != h and r[:n] == h[:n]]
+        while near: k += 1; near = [r for r in near if r[:k] == h[:k]]
+        out[h] = '#' + h[:k]
+    return out
+
 def to_results(store:Store, hits:list[Hit], query:str) -> list[SearchResult]:
-    "Catalog rows, snippets, docids and contexts for ranked hits."
+    "Catalog rows, snippets, docids and contexts for ranked hits (and the file and docid of each one's near-copies)."
     terms = set(Analyzer().terms(' '.join(parse_query(query).words)))
-    pats, rows = term_patterns(terms), {d.id: d for d in docs_by_ids(store, [h.doc_id for h in hits])}
-    bodies = doc_bodies(store, [d.hash for d in rows.values()])
+    pats, rows = term_patterns(terms), {d.id: d for d in docs_by_ids(store, [i for h in hits for i in [h.doc_id, *h.duplicates]])}
+    bodies = doc_bodies(store, [rows[h.doc_id].hash for h in hits if h.doc_id in rows])
+    ids = docids(store, [d.hash for d in rows.values()])
     out = []
     for h in hits:
         d = rows.get(h.doc_id)
         if d is None or d.hash not in bodies: continue
         text, start = bodies[d.hash]
         snip, line = make_snippet(text, start, terms, pats=pats, within=(h.line, h.end_line) if h.line else None)
-        out.append(SearchResult(docid(store, d.hash), d.file, d.title, h.score, context_of(store, d), snip, line, d.collection, d.path,
-                                getattr(h, 'explain', None), page_of(d.meta, line)))
+        dups = [dict(file=rows[i].file, docid=ids[rows[i].hash]) for i in h.duplicates if i in rows]
+        out.append(SearchResult(ids[d.hash], d.file, d.title, min(h.score, 1.0), context_of(store, d), snip, line, d.collection, d.path,
+                                h.explain, page_of(d.meta, line), dups))
     return out
 
 def search(store:Store, query:str, # words, "exact phrases", -exclusions
@@ -231,11 +362,18 @@ def search(store:Store, query:str, # words, "exact phrases", -exclusions
            collection=None, # a collection name, comma-separated names or a list
            min_score:float=0.0, # drop results scoring below this (0..1)
            doc_mask=None, # extra filter over the keyword index's documents
-           filter:dict|Filter|None=None # metadata conditions, applied before the cut; `sort` orders by date
+           filter:dict|Filter|None=None, # metadata conditions, applied before the cut; `sort` orders by date
+           collapse:bool=True, # near-copies shown once, listed under the best-ranked one (False: every copy)
+           explain:bool=False, # attach each result's score story
+           params:BM25Params|None=None # ranking constants (default: the config's `bm25` settings)
           ) -> list[SearchResult]:
-    "BM25 keyword search."
+    "Keyword search: BM25F with phrase, proximity, overview and duplicate rules."
     query, limit, min_score = check_search_args(query, limit, min_score)
     f = parse_filter(filter)
-    if f and f.sort: hits = sort_hits(store, keyword_hits(store, query, MAX_LIMIT, collection, min_score, doc_mask, f), f.sort)[:limit]
-    else: hits = keyword_hits(store, query, limit, collection, min_score, doc_mask, f)
-    return to_results(store, hits, query)
+    kw = dict(params=params, collapse=collapse)
+    if f and f.sort: hits = sort_hits(store, keyword_hits(store, query, MAX_LIMIT, collection, min_score, doc_mask, f, **kw), f.sort)[:limit]
+    else: hits = keyword_hits(store, query, limit, collection, min_score, doc_mask, f, **kw)
+    res = to_results(store, hits, query)
+    if not explain:
+        for r in res: r.explain = None
+    return res

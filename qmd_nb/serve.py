@@ -14,8 +14,8 @@ if TYPE_CHECKING: from qmd_nb.search import SearchResult # imported where used: 
 
 # %% auto #0
 __all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'check_port', 'check_tls', 'http_server', 'client_deadline', 'public_base',
-           'http_security', 'warm_in_background', 'profiles_ready', 'serve', 'qmd_exe', 'mcp_config', 'server_url',
-           'call_server', 'remote_search']
+           'http_security', 'warm_in_background', 'profiles_ready', 'start_watching', 'serve', 'qmd_exe', 'mcp_config',
+           'server_url', 'call_server', 'remote_search']
 
 # %% ../nbs/23_serve.ipynb #83629449
 DEFAULT_PORT = 18765
@@ -144,6 +144,12 @@ def profiles_ready(engine, tools) -> list[str]:
     return names
 
 # %% ../nbs/23_serve.ipynb #1a904a33
+def start_watching(engine):
+    "Keep the engine's index fresh from file-system events; its MCP servers tell their clients of each change."
+    from qmd_nb.watch import Watcher
+    engine.watcher = Watcher(engine.store, embedder=lambda: engine.embedder, listeners=engine.listeners).start()
+    return engine.watcher
+
 async def _both(engine, server, tools=('qmd',)):
     "stdio MCP and the HTTP server in one event loop; either ending stops the other."
     import anyio
@@ -171,7 +177,8 @@ def serve(engine, # the engine to serve
           auth:bool=True, oauth:bool=True, # HTTP: require tokens; offer OAuth (see `http_security`)
           allow_paths=(), # HTTP: folders whose files clients may name
           cert:str|None=None, key:str|None=None, public_url:str|None=None, # HTTP: TLS, and the URL clients use
-          client_timeout:float=15.0 # HTTP: seconds a client has to send a whole request
+          client_timeout:float=15.0, # HTTP: seconds a client has to send a whole request
+          watch:bool=False # keep the index fresh from file-system events (`qmd_nb.watch`), telling MCP clients of changes
          ):
     "Serve `engine` until end of input (stdio), Ctrl-C or SIGTERM."
     if transport not in TRANSPORTS: raise QmdError(f"Unknown transport {transport!r}: choose from {', '.join(TRANSPORTS)}")
@@ -181,10 +188,11 @@ def serve(engine, # the engine to serve
     tools = profiles_ready(engine, tools)
     if transport == 'mcp':
         from qmd_nb.stdio import serve_stdio
+        def ready(): warm_in_background(engine.start_loading(delay=2.0)); watch and start_watching(engine)
         if sys.stdin.isatty(): # a person typed `qmd-nb mcp`: say what it waits for (MCP clients start it with pipes, and hear nothing)
             print("qmd-nb: MCP server on stdio, waiting for an MCP client's JSON-RPC messages on this terminal; MCP clients start it "
                   "themselves ('qmd-nb mcp-config' prints their configuration). Ctrl-D or Ctrl-C stops it.", file=sys.stderr)
-        try: return serve_stdio(engine, tools, on_ready=lambda: warm_in_background(engine.start_loading(delay=2.0)))
+        try: return serve_stdio(engine, tools, on_ready=ready)
         finally: engine.close()
     check_port(host, port); check_tls(cert, key)
     sec, notes = http_security(host, port, auth, oauth, bool(cert), public_url)
@@ -194,6 +202,7 @@ def serve(engine, # the engine to serve
     url = public_base(host, port, bool(cert), public_url)
     for line in [f"REST on {url}, MCP (Streamable HTTP) on {url}/mcp", *notes]: print(f"qmd-nb: {line}", file=sys.stderr)
     _stop_quietly(); warm_in_background(engine)
+    if watch: start_watching(engine)
     try:
         if transport == 'http': return server.run()
         import anyio

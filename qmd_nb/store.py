@@ -8,23 +8,25 @@ Docs: https://qmd-nb.github.io/qmd-nb/store.html.md"""
 from __future__ import annotations
 import json, sqlite3, threading, datetime as _dt
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 from .config import (Config, Collection, IndexPaths, index_paths, NotFound, Forbidden, private_dir, private_file,
                           storage_error, disk_full, DiskFull, past_deadline, check_deadline)
 
 # %% auto #0
-__all__ = ['SCHEMA', 'now_iso', 'DocRow', 'NewDoc', 'Store', 'get_collection', 'generation', 'put_docs', 'touch_docs',
-           'remove_docs', 'drop_orphans', 'doc_index', 'docs_by_ids', 'doc_bodies', 'doc_body', 'cached_conversion',
-           'cache_conversions', 'library_files', 'hashes_with_prefix', 'docid', 'is_docid', 'docs_by_docid',
-           'set_problems', 'add_problem', 'mark_updated', 'forget_collection', 'rename_in_catalog', 'limit_config',
-           'check_allowed', 'StoreView']
+__all__ = ['SCHEMA', 'ADDED_COLUMNS', 'migrate', 'now_iso', 'DocRow', 'NewDoc', 'Store', 'get_collection', 'generation',
+           'put_docs', 'touch_docs', 'move_docs', 'remove_docs', 'drop_orphans', 'Known', 'doc_index', 'doc_hashes',
+           'docs_by_ids', 'doc_bodies', 'doc_body', 'cached_conversion', 'cache_conversions', 'library_files',
+           'hashes_with_prefix', 'docid', 'is_docid', 'docs_by_docid', 'set_problems', 'replace_problems',
+           'add_problem', 'mark_updated', 'note_scan', 'scan_started', 'forget_collection', 'rename_in_catalog',
+           'limit_config', 'check_allowed', 'StoreView']
 
 # %% ../nbs/03_store.ipynb #053d0239
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS content(hash TEXT PRIMARY KEY, body TEXT NOT NULL, terms TEXT NOT NULL, body_start INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS documents(id INTEGER PRIMARY KEY, collection TEXT NOT NULL, path TEXT NOT NULL,
   hash TEXT NOT NULL, title TEXT NOT NULL, size INTEGER, mtime REAL, meta TEXT NOT NULL DEFAULT '{}',
-  indexed_at TEXT NOT NULL, UNIQUE(collection, path));
+  indexed_at TEXT NOT NULL, inode INTEGER, mtime_ns INTEGER, UNIQUE(collection, path));
 CREATE INDEX IF NOT EXISTS documents_hash ON documents(hash);
 CREATE TABLE IF NOT EXISTS collection_state(name TEXT PRIMARY KEY, last_updated TEXT);
 CREATE TABLE IF NOT EXISTS problems(collection TEXT NOT NULL, path TEXT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY(collection, path));
@@ -35,7 +37,27 @@ CREATE TABLE IF NOT EXISTS ingested(library TEXT NOT NULL, source TEXT NOT NULL,
   metadata TEXT NOT NULL DEFAULT '{}', ingested_at TEXT NOT NULL, PRIMARY KEY(library, source), UNIQUE(library, path));
 CREATE TABLE IF NOT EXISTS jobs(id TEXT PRIMARY KEY, source TEXT NOT NULL, library TEXT NOT NULL, metadata TEXT, state TEXT NOT NULL,
   error TEXT, result TEXT, pid INTEGER, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS doc_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, doc_id INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS doc_log_insert AFTER INSERT ON documents BEGIN INSERT INTO doc_log(doc_id) VALUES(new.id); END;
+CREATE TRIGGER IF NOT EXISTS doc_log_update AFTER UPDATE OF hash, title, collection, path ON documents
+  WHEN old.hash IS NOT new.hash OR old.title IS NOT new.title OR old.collection IS NOT new.collection OR old.path IS NOT new.path
+  BEGIN INSERT INTO doc_log(doc_id) VALUES(new.id); END;
+CREATE TRIGGER IF NOT EXISTS doc_log_delete AFTER DELETE ON documents BEGIN INSERT INTO doc_log(doc_id) VALUES(old.id); END;
 """
+
+ADDED_COLUMNS = {'documents': (('inode', 'INTEGER'), ('mtime_ns', 'INTEGER'))} # columns newer than the first catalogs
+
+def migrate(db:sqlite3.Connection):
+    "Add the columns an older catalog lacks (`ALTER TABLE`, instant); older qmd-nb versions name their columns, so they still work on it."
+    for table, cols in ADDED_COLUMNS.items():
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        for name, kind in cols:
+            if name in have: continue
+            try: db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as e:
+                if 'duplicate column' not in str(e): raise # another process added it first
+    # what `update` reads for every file, from the index alone (a no-change update of 100k files reads no table row)
+    db.execute("CREATE INDEX IF NOT EXISTS documents_stat ON documents(collection, path, id, size, mtime_ns, inode)")
 
 def now_iso() -> str:
     "The current UTC time as ISO 8601 with milliseconds and `Z`."
@@ -70,6 +92,8 @@ class NewDoc:
     size: int|None = None
     mtime: float|None = None
     meta: dict = field(default_factory=dict)
+    inode: int|None = None # the file's inode and mtime in ns: with size, what `update` compares before reading a file
+    mtime_ns: int|None = None
 
 _DOC_COLS = 'id, collection, path, hash, title, size, mtime, meta, indexed_at'
 def _row(r) -> DocRow: return DocRow(*r[:7], json.loads(r[7] or '{}'), r[8])
@@ -137,14 +161,14 @@ def _open_catalog(path:Path) -> tuple[sqlite3.Connection, bool, bool]:
         for f in (path, *(path.with_name(path.name + x) for x in ('-wal', '-shm'))):
             if f == path or f.exists(): private_file(f) # SQLite gives -wal and -shm the catalog's mode
         db = sqlite3.connect(path, **kw)
-        db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL'); db.executescript(SCHEMA)
+        db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL'); db.executescript(SCHEMA); migrate(db)
         return db, False, False
     except (sqlite3.OperationalError, OSError) as e:
         if db is not None: db.close()
         why = storage_error(e, path.parent) # a full disk shows as an I/O error when SQLite's shared memory file cannot grow
         if why is None and 'unable to open' not in str(e): raise
     if not path.exists(): # nothing indexed, and nowhere to write: an empty catalog
-        db = sqlite3.connect(':memory:', **kw); db.executescript(SCHEMA); return db, True, isinstance(why, DiskFull)
+        db = sqlite3.connect(':memory:', **kw); db.executescript(SCHEMA); migrate(db); return db, True, isinstance(why, DiskFull)
     return _connect_ro(path), True, isinstance(why, DiskFull)
 
 def _connect_ro(path:Path) -> sqlite3.Connection:
@@ -309,16 +333,24 @@ def put_docs(store:Store, docs:list[NewDoc]):
     with store.tx() as db:
         db.executemany("INSERT OR IGNORE INTO content(hash, body, terms, body_start) VALUES(?,?,?,?)",
                        [(d.hash, d.body, d.terms, d.body_start) for d in docs])
-        db.executemany("""INSERT INTO documents(collection, path, hash, title, size, mtime, meta, indexed_at) VALUES(?,?,?,?,?,?,?,?)
-            ON CONFLICT(collection, path) DO UPDATE SET hash=excluded.hash, title=excluded.title, size=excluded.size,
-            mtime=excluded.mtime, meta=excluded.meta, indexed_at=excluded.indexed_at""",
-            [(d.collection, d.path, d.hash, d.title, d.size, d.mtime, json.dumps(d.meta, ensure_ascii=False), ts) for d in docs])
+        db.executemany("""INSERT INTO documents(collection, path, hash, title, size, mtime, meta, indexed_at, inode, mtime_ns)
+            VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(collection, path) DO UPDATE SET hash=excluded.hash, title=excluded.title,
+            size=excluded.size, mtime=excluded.mtime, meta=excluded.meta, indexed_at=excluded.indexed_at, inode=excluded.inode,
+            mtime_ns=excluded.mtime_ns""",
+            [(d.collection, d.path, d.hash, d.title, d.size, d.mtime, json.dumps(d.meta, ensure_ascii=False), ts, d.inode, d.mtime_ns) for d in docs])
         _bump(db)
 
 def touch_docs(store:Store, rows:list[tuple]):
-    "Record new (size, mtime) for documents whose content did not change: rows of (size, mtime, id)."
+    "Record a new stat for documents whose content did not change: rows of (size, mtime, mtime_ns, inode, id)."
     if not rows: return
-    with store.tx() as db: db.executemany("UPDATE documents SET size=?, mtime=? WHERE id=?", rows)
+    with store.tx() as db: db.executemany("UPDATE documents SET size=?, mtime=?, mtime_ns=?, inode=? WHERE id=?", rows)
+
+def move_docs(store:Store, rows:list[tuple]):
+    "Give documents a new path (a renamed file: same content, same id, vectors kept): rows of (path, title, size, mtime, mtime_ns, inode, id)."
+    if not rows: return
+    with store.tx() as db:
+        db.executemany("UPDATE documents SET path=?, title=?, size=?, mtime=?, mtime_ns=?, inode=?, indexed_at=? WHERE id=?",
+                       [(*r[:6], now_iso(), r[6]) for r in rows]); _bump(db)
 
 def remove_docs(store:Store, ids:list[int]):
     "Delete documents by id."
@@ -326,17 +358,55 @@ def remove_docs(store:Store, ids:list[int]):
     with store.tx() as db:
         db.executemany("DELETE FROM documents WHERE id=?", [(i,) for i in ids]); _bump(db)
 
-def drop_orphans(store:Store) -> int:
+def drop_orphans(store:Store, hashes:list[str]|None=None # only these contents (e.g. those a few changed files used); None: all
+               ) -> int:
     "Delete content no document refers to (and its cached conversion); returns how many contents went."
     with store.tx() as db:
-        n = db.execute("DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)").rowcount
-        if n: db.execute("DELETE FROM conversions WHERE error IS NULL AND hash NOT IN (SELECT hash FROM content)")
-        return n
+        if hashes is None: # the keys alone, from the two indexes: no body is read (a scan of `content` reads them all)
+            hashes = [h for h, in db.execute("SELECT hash FROM content WHERE hash NOT IN (SELECT hash FROM documents)")]
+        gone = [h for h in set(hashes) if db.execute("DELETE FROM content WHERE hash=? AND NOT EXISTS (SELECT 1 FROM documents WHERE hash=?)", (h, h)).rowcount]
+        db.executemany("DELETE FROM conversions WHERE hash=? AND error IS NULL", [(h,) for h in gone])
+        return len(gone)
+
 
 # %% ../nbs/03_store.ipynb #48b19557
-def doc_index(store:Store, collection:str) -> dict:
-    "path -> (id, size, mtime, hash) for every document of a collection: what the indexer compares against."
-    return {r[0]: r[1:] for r in store.q("SELECT path, id, size, mtime, hash FROM documents WHERE collection=?", (collection,))}
+class Known(NamedTuple):
+    "What the catalog knows of a file's last state, compared with its `stat` before the file is read."
+    id: int
+    size: int|None
+    mtime_ns: int|None # None in rows written before the column existed (or by an older version)
+    inode: int|None
+    mtime: float|None = None # only where mtime_ns is None: the older comparison falls back to it
+
+def _folder_range(f:str) -> tuple[str, str]: return f + '/', f + '0' # every path under folder f sorts in [f/, f0): '0' follows '/'
+
+def doc_index(store:Store, collection:str,
+              paths:list[str]|None=None, # only these paths...
+              folders:list[str]|None=None # ...and the paths under these folders (both None: the whole collection)
+             ) -> dict[str, Known]:
+    "path -> `Known` for the documents of a collection: what the indexer compares a scan against."
+    where, args, ps, fs = 'collection=?', [collection], list(paths or []), list(folders or [])
+    some = paths is not None or folders is not None
+    if some and not ps and not fs: return {}
+    if some and len(ps) + len(fs) <= 500: # more: read the whole collection and keep theirs
+        conds = (['path IN (%s)' % ','.join('?' * len(ps))] if ps else []) + ['(path >= ? AND path < ?)'] * len(fs)
+        where += ' AND (' + ' OR '.join(conds) + ')'; args += ps + [x for f in fs for x in _folder_range(f)]
+    out = {r[0]: Known(*r[1:]) for r in store.q(f"SELECT path, id, size, mtime_ns, inode FROM documents WHERE {where}", args)}
+    if any(k.mtime_ns is None for k in out.values()): # rows from before mtime_ns: their float mtime too
+        for path, mtime in store.q(f"SELECT path, mtime FROM documents WHERE {where} AND mtime_ns IS NULL", args):
+            out[path] = out[path]._replace(mtime=mtime)
+    if some and len(ps) + len(fs) > 500:
+        pset, under = set(ps), tuple(f + '/' for f in fs)
+        out = {p: k for p, k in out.items() if p in pset or p.startswith(under)}
+    return out
+
+def doc_hashes(store:Store, ids:list[int]) -> dict[int, str]:
+    "id -> content hash of these documents."
+    out, ids = {}, list(ids)
+    for k in range(0, len(ids), 900):
+        part = ids[k:k+900]
+        out.update(store.q(f"SELECT id, hash FROM documents WHERE id IN ({','.join('?' * len(part))})", part))
+    return out
 
 def docs_by_ids(store:Store, ids) -> list[DocRow]:
     "Documents by id, in the order asked for (missing ids are left out)."
@@ -414,16 +484,40 @@ def set_problems(store:Store, collection:str, problems:dict):
         db.execute(f"DELETE FROM problems WHERE collection=? AND {_FOLDER_PATH}", (collection,))
         db.executemany("INSERT OR REPLACE INTO problems VALUES(?,?,?)", [(collection, p, r) for p, r in problems.items()])
 
+def replace_problems(store:Store, collection:str, problems:dict, # path -> reason, of the files looked at
+                     paths:list[str], folders:list[str] # what was looked at: these files, and everything under these folders
+                    ):
+    "Replace the recorded problems of part of a collection's folder (what a watcher saw change)."
+    with store.tx() as db:
+        db.executemany("DELETE FROM problems WHERE collection=? AND path=?", [(collection, p) for p in paths])
+        db.executemany("DELETE FROM problems WHERE collection=? AND path >= ? AND path < ?", [(collection, *_folder_range(f)) for f in folders])
+        db.executemany("INSERT OR REPLACE INTO problems VALUES(?,?,?)", [(collection, p, r) for p, r in problems.items()])
+
 def add_problem(store:Store, collection:str, path:str, reason:str|None):
     "Record (or, with `reason` None, clear) the problem of one path or source."
     with store.tx() as db:
         if reason is None: db.execute("DELETE FROM problems WHERE collection=? AND path=?", (collection, path))
         else: db.execute("INSERT OR REPLACE INTO problems VALUES(?,?,?)", (collection, path, reason))
 
-def mark_updated(store:Store, collection:str):
-    "Record that a collection was just brought up to date."
+def mark_updated(store:Store, collection:str,
+                 scan_ns:int|None=None # when the folder scan that brought it up to date began (`time.time_ns()`)
+                ):
+    "Record that a collection was just brought up to date (and when its scan began: see `scan_started`)."
     with store.tx() as db:
-        db.execute("INSERT INTO collection_state VALUES(?,?) ON CONFLICT(name) DO UPDATE SET last_updated=excluded.last_updated", (collection, now_iso()))
+        db.execute("INSERT INTO collection_state(name, last_updated) VALUES(?,?) ON CONFLICT(name) DO UPDATE SET last_updated=excluded.last_updated",
+                   (collection, now_iso()))
+        if scan_ns is not None: _note_scan(db, collection, scan_ns)
+
+def _note_scan(db, collection, scan_ns): db.execute("INSERT OR REPLACE INTO kv VALUES(?,?)", (f'scan_ns:{collection}', str(scan_ns)))
+
+def note_scan(store:Store, collection:str, scan_ns:int):
+    "Record when a folder scan of a collection began (`update` compares mtimes with it: see `qmd_nb.index.racy`)."
+    with store.tx() as db: _note_scan(db, collection, scan_ns)
+
+def scan_started(store:Store, collection:str) -> int|None:
+    "When the last complete folder scan of a collection began, in ns (None: never, or before this was recorded)."
+    r = store.q("SELECT value FROM kv WHERE key=?", (f'scan_ns:{collection}',))
+    return int(r[0][0]) if r else None
 
 def forget_collection(store:Store, name:str) -> int:
     "Delete every document, problem and state row of a collection; returns the documents removed."
@@ -431,7 +525,7 @@ def forget_collection(store:Store, name:str) -> int:
         n = db.execute("DELETE FROM documents WHERE collection=?", (name,)).rowcount
         db.execute("DELETE FROM problems WHERE collection=?", (name,))
         db.execute("DELETE FROM ingested WHERE library=?", (name,))
-        db.execute("DELETE FROM collection_state WHERE name=?", (name,)); _bump(db)
+        db.execute("DELETE FROM collection_state WHERE name=?", (name,)); db.execute("DELETE FROM kv WHERE key=?", (f'scan_ns:{name}',)); _bump(db)
     drop_orphans(store)
     return n
 
@@ -440,7 +534,7 @@ def rename_in_catalog(store:Store, old:str, new:str):
     with store.tx() as db:
         for t, c in (('documents', 'collection'), ('problems', 'collection'), ('collection_state', 'name'), ('ingested', 'library')):
             db.execute(f"UPDATE {t} SET {c}=? WHERE {c}=?", (new, old))
-        _bump(db)
+        db.execute("UPDATE kv SET key=? WHERE key=?", (f'scan_ns:{new}', f'scan_ns:{old}')); _bump(db)
 
 # %% ../nbs/03_store.ipynb #167bf5d5
 _BY_COLLECTION = (('documents', 'collection'), ('problems', 'collection'), ('collection_state', 'name'), ('ingested', 'library'), ('jobs', 'library'))

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 
 # %% auto #0
-__all__ = ['STOP_WORDS', 'split_front_matter', 'norm_meta', 'doc_title', 'fold', 'raw_tokens', 'Analyzer', 'ParsedQuery',
+__all__ = ['STOP_WORDS', 'GAP', 'split_front_matter', 'norm_meta', 'doc_title', 'fold', 'raw_tokens', 'Analyzer', 'ParsedQuery',
            'parse_query']
 
 # %% ../nbs/01_text.ipynb #40a7b8c5
@@ -71,27 +71,44 @@ there these they this to was will with""".split()) # Lucene's English stop set, 
 
 _CJK = '\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af'
 _TOK_RE = re.compile(rf'([{_CJK}]+)|([^\W_{_CJK}]+)')
+_HAS_CJK, _WORD_RE, _ASCII_RE = re.compile(rf'[{_CJK}]'), re.compile(r'\w+'), re.compile(r'[a-z0-9]+')
+_NON_ASCII = re.compile(r'[^\x00-\x7f]+')
+_MNEMONIC = re.compile(r'\[([^\W\d_]{1,3})\]')
+
+def _mnemonic(m) -> str:
+    "`[x]` inside a word loses its brackets (`E[x]tract`, `[c]reate`); elsewhere it stays."
+    t, a, b = m.string, m.start(), m.end()
+    return m.group(1) if (a and t[a-1].isalpha()) or (b < len(t) and t[b].isalpha()) else m.group()
+
+def _unmarked(m) -> str: return ''.join(c for c in m.group() if not unicodedata.combining(c))
 
 def fold(text:str) -> str:
     "Lower-case, NFKC-normalised text with accents removed."
     t = unicodedata.normalize('NFKD', text.lower())
     if t.isascii(): return t
-    return unicodedata.normalize('NFKC', ''.join(c for c in t if not unicodedata.combining(c)))
+    return unicodedata.normalize('NFKC', _NON_ASCII.sub(_unmarked, t)) # accents are never ASCII: only those runs are walked
 
 def raw_tokens(text:str) -> list[str]:
-    "Folded words of `text`; CJK runs as bigrams (a lone CJK character stays itself)."
+    "Folded words of `text`; CJK runs as bigrams (a lone CJK character stays itself); `E[x]tract` is `extract`."
+    if '[' in text: text = _MNEMONIC.sub(_mnemonic, text)
+    f = fold(text)
+    if f.isascii(): return _ASCII_RE.findall(f) # the common cases, at C speed
+    if not _HAS_CJK.search(f): return _WORD_RE.findall(f.replace('_', ' '))
     out = []
-    for cjk, word in _TOK_RE.findall(fold(text)):
+    for cjk, word in _TOK_RE.findall(f):
         if word: out.append(word)
         elif len(cjk) == 1: out.append(cjk)
         else: out.extend(cjk[i:i+2] for i in range(len(cjk) - 1))
     return out
+
 
 # %% ../nbs/01_text.ipynb #59231b4b
 @lru_cache(maxsize=1)
 def _stemmer():
     import Stemmer
     return Stemmer.Stemmer('english')
+
+GAP = '\x03' # where a stop word stood, in `terms(..., gaps=True)`
 
 @dataclass
 class Analyzer:
@@ -100,13 +117,24 @@ class Analyzer:
     stop_words: frozenset = STOP_WORDS # words dropped before stemming
     _cache: dict = field(default_factory=dict, repr=False)
 
-    def terms(self, text:str) -> list[str]:
+    def terms(self, text:str,
+              gaps:bool=False # leave `GAP` where a stop word stood, so positions count every word
+             ) -> list[str]:
         "Index terms of `text`, in order."
-        toks = [t for t in raw_tokens(text) if t not in self.stop_words]
-        if not self.stem: return toks
-        c, new = self._cache, [t for t in set(toks) if t not in self._cache]
-        if new: c.update(zip(new, _stemmer().stemWords(new)))
-        return [c[t] for t in toks]
+        raw, stop = raw_tokens(text), self.stop_words
+        toks = [t for t in raw if t not in stop]
+        if self.stem:
+            c, new = self._cache, [t for t in set(toks) if t not in self._cache]
+            if new: c.update(zip(new, _stemmer().stemWords(new)))
+        else: c = None
+        if not gaps: return [c[t] for t in toks] if c is not None else toks
+        return [GAP if t in stop else (c[t] if c is not None else t) for t in raw]
+
+    def positions(self, text:str) -> tuple[list[str], list[int]]:
+        "Index terms of `text` and each one's word offset (stop words count), for phrase and proximity matching."
+        out = [(t, i) for i, t in enumerate(self.terms(text, gaps=True)) if t != GAP]
+        return [t for t, _ in out], [i for _, i in out]
+
 
 # %% ../nbs/01_text.ipynb #bd0eb38f
 @dataclass

@@ -20,7 +20,8 @@ from .format import search_summary, status_text, doc_text
 __all__ = ['LIST_PAGE', 'QUERY_GUIDE', 'ModelNotLoaded', 'Engine', 'EngineView', 'confine_path', 'client_reader', 'ToolResult',
            'text_block', 'error_result', 'guarded', 'results_result', 'run_vsearch', 'run_query', 'search_tool',
            'vsearch_tool', 'query_tool', 'has_vectors_any', 'resource_block', 'get_tool', 'multi_get_tool',
-           'status_structured', 'current_fingerprint', 'status_tool', 'read_document', 'list_documents', 'instructions']
+           'status_structured', 'current_fingerprint', 'watch_freshness', 'status_tool', 'read_document',
+           'list_documents', 'instructions']
 
 # %% ../nbs/20_tools.ipynb #78fd2e94
 class ModelNotLoaded(QmdError):
@@ -36,6 +37,7 @@ class Engine:
         self.stopping, self._workers = threading.Event(), [] # background work checks `stopping`; `close` joins `_workers`
         self.request_timeout, self.allow_private_urls = 30.0, False # a read's time limit (s); URL ingestion of private addresses (the owner's choice)
         self.roots, self._views = None, {} # roots: the folders a client may name (None: any, as for the owner)
+        self.watcher, self.listeners = None, [] # a `qmd_nb.watch.Watcher` keeping the index fresh; what it tells of changes (MCP servers)
 
     def _load(self):
         with self._lock:
@@ -82,6 +84,7 @@ class Engine:
         self.stopping.set()
         if self._began: self._ready.wait(timeout)
         for w in self._workers: w.join(timeout)
+        if self.watcher is not None: self.watcher.stop(timeout)
 
     @property
     def embedder(self):
@@ -155,14 +158,15 @@ def results_result(results:list[SearchResult], q:str,
 
 # %% ../nbs/20_tools.ipynb #c3713080
 def run_vsearch(engine:Engine, query:str, limit:int=10, min_score:float=0.3, collection=None,
-                filter:dict|None=None # metadata conditions (see `qmd_nb.filter`)
+                filter:dict|None=None, # metadata conditions (see `qmd_nb.filter`)
+                collapse:bool=True # near-copies shown once, under the best-ranked one
                ) -> list[SearchResult]:
     "Semantic search results (none, without loading the model, while the index has no collections); `VectorIndexMissing` when there are no vectors yet."
     if not engine.store.config.collections: return [] # the summary says what to run (`empty_hint`)
     from qmd_nb.vectors import vsearch, has_vectors, VectorIndexMissing # imported on first use: the MCP server starts without them
     emb = engine.embedder
     if not has_vectors(engine.store, emb.fingerprint): raise VectorIndexMissing()
-    return vsearch(engine.store, emb, query, limit, collection, min_score, filter)
+    return vsearch(engine.store, emb, query, limit, collection, min_score, filter, collapse)
 
 def _bounded(query, intent, searches):
     "Refuse inputs whose cost is out of proportion (a 1 MB intent took 16 s)."
@@ -180,7 +184,8 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
               intent:str|None=None, # what the asker is after; it steers the reranker
               rerank:bool=True, candidate_limit:int|None=None, # candidates the reranker re-scores
               explain:bool=False, # attach each result's score story
-              filter:dict|None=None # metadata conditions (see `qmd_nb.filter`)
+              filter:dict|None=None, # metadata conditions (see `qmd_nb.filter`)
+              collapse:bool=True # near-copies shown once, under the best-ranked one
              ) -> tuple[list[SearchResult], str]:
     "Hybrid search results and the query text they answer (keyword search alone while there are no vectors)."
     from qmd_nb.hybrid import query as hybrid_query, QueryParams # imported on first use: the MCP server starts without them
@@ -195,28 +200,32 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
     emb = engine.embedder if has_vectors_any(engine.store) else None # no vectors: keyword search, no model needed
     text = query if query is not None else ' '.join(s.get('query', '') for s in searches if isinstance(s, dict))
     rq = f"{text} ({intent})" if intent and query is not None else query
-    return hybrid_query(engine.store, emb, rq, limit, collection, min_score, p, searches, None if rerank else False, explain, filter), text
+    return hybrid_query(engine.store, emb, rq, limit, collection, min_score, p, searches, None if rerank else False, explain, filter, collapse), text
 
 # %% ../nbs/20_tools.ipynb #258daf53
 @guarded
-def search_tool(engine:Engine, query:str, limit:int=10, minScore:float=0, collection:str|None=None, filter:dict|None=None) -> ToolResult:
+def search_tool(engine:Engine, query:str, limit:int=10, minScore:float=0, collection:str|None=None, filter:dict|None=None,
+                collapse:bool=True # near-copies shown once, listed under the best-ranked one (False: every copy)
+               ) -> ToolResult:
     "Keyword (BM25) search."
     from qmd_nb.search import search # numpy comes with it: on first use, not at server start
-    return results_result(search(engine.store, query, limit, collection, minScore, filter=filter), query, empty_hint(engine.store))
+    return results_result(search(engine.store, query, limit, collection, minScore, filter=filter, collapse=collapse), query, empty_hint(engine.store))
 
 @guarded
-def vsearch_tool(engine:Engine, query:str, limit:int=10, minScore:float=0.3, collection:str|None=None, filter:dict|None=None) -> ToolResult:
+def vsearch_tool(engine:Engine, query:str, limit:int=10, minScore:float=0.3, collection:str|None=None, filter:dict|None=None,
+                 collapse:bool=True) -> ToolResult:
     "Semantic (vector) search; an error when there are no vectors yet."
-    return results_result(run_vsearch(engine, query, limit, minScore, collection, filter), query, empty_hint(engine.store))
+    return results_result(run_vsearch(engine, query, limit, minScore, collection, filter, collapse), query, empty_hint(engine.store))
 
 @guarded
 def query_tool(engine:Engine, query:str|None=None, limit:int=10, minScore:float=0, collection:str|None=None,
                collections:list|None=None, # several collections (the singular `collection` works too)
                searches:list|None=None, intent:str|None=None, rerank:bool=True, candidateLimit:int|None=None,
-               filter:dict|None=None # metadata conditions (see `qmd_nb.filter`)
+               filter:dict|None=None, # metadata conditions (see `qmd_nb.filter`)
+               collapse:bool=True # near-copies shown once, listed under the best-ranked one
               ) -> ToolResult:
     "Hybrid search."
-    res, text = run_query(engine, query, limit, minScore, collections or collection, searches, intent, rerank, candidateLimit, filter=filter)
+    res, text = run_query(engine, query, limit, minScore, collections or collection, searches, intent, rerank, candidateLimit, filter=filter, collapse=collapse)
     return results_result(res, text, empty_hint(engine.store))
 
 def has_vectors_any(store:Store) -> bool: return bool(store.q("SELECT 1 FROM embedded LIMIT 1"))
@@ -240,11 +249,14 @@ def multi_get_tool(engine:Engine, pattern:str, maxLines:int|None=None, maxBytes:
     return ToolResult(head + [text_block(i.notice('qmd_get')) if isinstance(i, Skipped) else resource_block(i) for i in mg.items])
 
 # %% ../nbs/20_tools.ipynb #f86fa256
-def status_structured(s) -> dict:
-    "The contract's `StatusResult`."
-    return {'totalDocuments': s.total_documents, 'needsEmbedding': s.needs_embedding, 'hasVectorIndex': s.has_vector_index,
-            'collections': [{'name': c.name, 'path': c.path, 'pattern': c.pattern, 'documents': c.documents, 'lastUpdated': c.last_updated or ''}
-                            for c in s.collections]}
+def status_structured(s, freshness=None # a watcher's `Freshness`, when one keeps the index fresh
+                     ) -> dict:
+    "The contract's `StatusResult` (and `freshness` while a watcher runs)."
+    out = {'totalDocuments': s.total_documents, 'needsEmbedding': s.needs_embedding, 'hasVectorIndex': s.has_vector_index,
+           'collections': [{'name': c.name, 'path': c.path, 'pattern': c.pattern, 'documents': c.documents, 'lastUpdated': c.last_updated or ''}
+                           for c in s.collections]}
+    if freshness is not None: out['freshness'] = {**vars(freshness), 'summary': freshness.summary}
+    return out
 
 def current_fingerprint(engine:Engine) -> str|None:
     "The embedding fingerprint, without loading the model (None if the model settings are broken)."
@@ -254,11 +266,18 @@ def current_fingerprint(engine:Engine) -> str|None:
         return get_embedder(engine.store.config.settings).fingerprint
     except UsageError: return None
 
+def watch_freshness(engine:Engine, visible:list[str] # the collections the asker may see
+                   ) -> object|None:
+    "The watcher's `Freshness` as this engine (or a client's view of it) may see it: only its collections; None when nothing watches."
+    if engine.watcher is None: return None
+    f = engine.watcher.freshness(); f.collections = [c for c in f.collections if c in visible]
+    return f
+
 @guarded
 def status_tool(engine:Engine) -> ToolResult:
-    "Index status: documents, embedding backlog, vector index, collections."
-    s = status(engine.store, current_fingerprint(engine))
-    return ToolResult([text_block(status_text(s))], status_structured(s))
+    "Index status: documents, embedding backlog, vector index, collections (and freshness, while a watcher runs)."
+    s = status(engine.store, current_fingerprint(engine)); f = watch_freshness(engine, [c.name for c in s.collections])
+    return ToolResult([text_block(status_text(s) + (f'\n  {f.summary}' if f else ''))], status_structured(s, f))
 
 # %% ../nbs/20_tools.ipynb #ca3e0f3b
 def read_document(engine:Engine, uri:str) -> str:

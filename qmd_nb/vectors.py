@@ -18,7 +18,7 @@ from .config import QmdError, UsageError, DiskFull, storage_error, disk_full, no
 from .chunk import chunk_lines, Chunk, wordpiece_counter, word_counter
 from .store import Store, doc_bodies, generation
 from .index import progress_bar, set_total
-from .search import Hit, SearchResult, check_search_args, collection_names, to_results, MAX_LIMIT
+from .search import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
 
 # %% auto #0
@@ -76,25 +76,24 @@ def space_name(fingerprint:str) -> str:
     return 'qmdnb-' + hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
 
 # %% ../nbs/10_vectors.ipynb #8a47f44e
-_OPENING = threading.Lock() # Chroma's client registry is not safe when two threads open the same folder at once (a server's tools and warm-up)
+def _opening(store:Store) -> threading.RLock: return store.cache.setdefault('vectors-opening', threading.RLock()) # setdefault: atomic
 
 class VectorStore:
     "The chunk vectors of one embedding fingerprint."
     def __new__(cls, store:Store, fingerprint:str, env:dict|None=None):
         key = ('vstore', fingerprint, chroma_url(store, env)) # one per store: the Chroma handle is reused
-        if key not in store.cache: store.cache[key] = super().__new__(cls)
-        return store.cache[key]
+        with _opening(store):
+            if key not in store.cache: store.cache[key] = super().__new__(cls)
+            return store.cache[key]
 
     def __init__(self, store:Store, fingerprint:str, env:dict|None=None):
-        with _OPENING: self._open(store, fingerprint, env)
-
-    def _open(self, store, fingerprint, env):
-        if getattr(self, 'col', None) is not None: return
-        self.store, self.fingerprint = store, fingerprint
-        key = ('chroma', chroma_url(store, env))
-        if key not in store.cache: store.cache[key] = chroma_client(store, env)
-        self.col = store.cache[key].get_or_create_collection(space_name(fingerprint), embedding_function=None,
-                        configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': fingerprint[:500]})
+        with _opening(store): # a search and a watcher's embedding may open it at once: Chroma's client set-up is not thread-safe
+            if getattr(self, 'col', None) is not None: return
+            self.store, self.fingerprint = store, fingerprint
+            key = ('chroma', chroma_url(store, env))
+            if key not in store.cache: store.cache[key] = chroma_client(store, env)
+            self.col = store.cache[key].get_or_create_collection(space_name(fingerprint), embedding_function=None,
+                            configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': fingerprint[:500]})
 
     def add(self, hash:str, chunks:list[Chunk], vectors:np.ndarray):
         "Store the vectors of one content's chunks."
@@ -391,7 +390,9 @@ def _hnsw_filtered(store, vs, qv, k, allowed:dict, total:int) -> list[tuple]:
 
 def _exact_top(ids, M, metas, qv, k) -> list[tuple]:
     sims = M @ np.asarray(qv, dtype=np.float32)
-    return [(metas[i]['hash'], metas[i]['seq'], float(sims[i]), metas[i]) for i in np.argsort(-sims, kind='stable')[:k]]
+    k = min(k, len(sims))
+    top = np.argpartition(-sims, k - 1)[:k] if k else np.zeros(0, dtype=int) # not a full sort: 100k chunks sort in ~10 ms
+    return [(metas[i]['hash'], metas[i]['seq'], float(sims[i]), metas[i]) for i in top[np.lexsort((top, -sims[top]))]] # best first, ties in order
 
 def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[str]|None,
                   hashes:set|None=None, # only these contents (from a metadata filter); None: no such limit
@@ -420,7 +421,8 @@ def has_vectors(store:Store, fingerprint:str) -> bool:
 
 def vector_hits(store:Store, embedder, query:str|None, limit:int=10, collection=None, min_score:float=0.0,
                 qv:np.ndarray|None=None, # a query vector to use instead of embedding `query`
-                filter:dict|Filter|None=None # metadata conditions (see `qmd_nb.filter`)
+                filter:dict|Filter|None=None, # metadata conditions (see `qmd_nb.filter`)
+                collapse:bool=True # near-copies shown once, under the best-ranked one
                ) -> list[Hit]:
     "Documents ranked by their best chunk's cosine similarity to the query."
     if not has_vectors(store, embedder.fingerprint): raise VectorIndexMissing()
@@ -429,23 +431,25 @@ def vector_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     vs = VectorStore(store, embedder.fingerprint)
     qv = embedder.embed_query(query) if qv is None else qv
     best = {}
-    for h, seq, sim, meta in vector_chunks(store, vs, qv, limit, names, allowed_hashes(store, f)):
+    for h, seq, sim, meta in vector_chunks(store, vs, qv, min(4 * limit, MAX_LIMIT) if collapse else limit, names, allowed_hashes(store, f)):
         if h not in best or sim > best[h][0]: best[h] = (sim, meta)
     rows = store.q(f"SELECT id, hash, collection FROM documents WHERE hash IN ({','.join('?' * len(best))}) ORDER BY id", list(best)) if best else []
     hits = [Hit(i, best[h][0], best[h][0], best[h][1]['start'], best[h][1]['end'], f"{h}:{best[h][1]['seq']}")
             for i, h, c in rows if (not names or c in names) and (ok is None or i in ok) and best[h][0] >= min_score]
-    return sorted(hits, key=lambda x: (-x.score, x.doc_id))[:limit]
+    hits = sorted(hits, key=lambda x: (-x.score, x.doc_id))
+    return (collapse_hits(store, hits) if collapse else hits)[:limit]
 
 # %% ../nbs/10_vectors.ipynb #dab8d092
 def vsearch(store:Store, embedder, query:str, # a question or description in natural language
             limit:int=10, # at most this many results
             collection=None, # a collection name, comma-separated names or a list
             min_score:float=0.3, # drop results whose cosine similarity is below this
-            filter:dict|Filter|None=None # metadata conditions, applied before the cut; `sort` orders by date
+            filter:dict|Filter|None=None, # metadata conditions, applied before the cut; `sort` orders by date
+            collapse:bool=True # near-copies shown once, listed under the best-ranked one (False: every copy)
            ) -> list[SearchResult]:
     "Semantic search: documents whose best chunk is nearest the query."
     query, limit, min_score = check_search_args(query, limit, min_score)
     f = parse_filter(filter)
-    if f and f.sort: hits = sort_hits(store, vector_hits(store, embedder, query, MAX_LIMIT, collection, min_score, filter=f), f.sort)[:limit]
-    else: hits = vector_hits(store, embedder, query, limit, collection, min_score, filter=f)
+    if f and f.sort: hits = sort_hits(store, vector_hits(store, embedder, query, MAX_LIMIT, collection, min_score, filter=f, collapse=collapse), f.sort)[:limit]
+    else: hits = vector_hits(store, embedder, query, limit, collection, min_score, filter=f, collapse=collapse)
     return to_results(store, hits, query)

@@ -39,11 +39,19 @@ def highlight(text:str, pats) -> str:
 # %% ../nbs/30_widgets.ipynb #a6d84359
 _CSS = 'style="border-collapse:collapse;font-size:13px" '
 
+def _copies(r) -> str:
+    "Near-copies folded under a result, listed below its file (in a tooltip beyond three)."
+    d = getattr(r, 'duplicates', None) or []
+    if not d: return ''
+    files = [html.escape(x['file']) for x in d]
+    return (f'<div style="color:#666;font-size:11px" title="{html.escape(chr(10).join(x["file"] for x in d))}">+{len(d)} similar: '
+            + ', '.join(files[:3]) + (', …' if len(files) > 3 else '') + '</div>')
+
 def results_html(results:list, pats) -> str:
     "A table of search results: #, title, file, score, snippet with the matched terms marked."
     if not results: return '<i>No results.</i>'
     rows = ''.join(f'<tr style="border-top:1px solid #ddd;vertical-align:top"><td>{i}</td><td><b>{highlight(r.title, pats)}</b></td>'
-                   f'<td><code>{html.escape(r.file)}:{r.line}</code></td><td>{r.score:.2f}</td>'
+                   f'<td><code>{html.escape(r.file)}:{r.line}</code>{_copies(r)}</td><td>{r.score:.2f}</td>'
                    f'<td><pre style="margin:0;white-space:pre-wrap">{highlight(r.snippet, pats)}</pre></td></tr>' for i, r in enumerate(results, 1))
     return f'<table {_CSS}><tr><th>#</th><th>title</th><th>file</th><th>score</th><th>snippet</th></tr>{rows}</table>'
 

@@ -17,25 +17,42 @@ def test_tldr_known_item_mrr(tmp_path):
     mrr = float(r.stdout.split('MRR@10 ')[1].split()[0])
     assert mrr >= 0.92, r.stdout
 
-def test_backends_rank_alike_on_real_pages(tmp_path):
-    "bm25s and rank-bm25 with the same parameters give the same scores, hence the same ranking, on 400 tldr pages."
+def _pages(tmp_path, n=400):
+    "A store over the first n tldr pages of common/."
     from qmd_nb.store import Store
     from qmd_nb.index import add_collection
-    from qmd_nb.keyword import KeywordIndex, BM25Params, build_keyword_index
-    from qmd_nb.text import Analyzer
-    src = sorted((DATA/'tldr-pages'/'pages'/'common').glob('*.md'))[:400] if (DATA/'tldr-pages'/'pages').exists() else sorted((DATA/'tldr-pages').rglob('*.md'))[:400]
+    src = sorted((DATA/'tldr-pages'/'common').glob('*.md'))[:n]
     root = tmp_path/'pages'; root.mkdir()
     for p in src: (root/p.name).write_bytes(p.read_bytes())
     st = Store(env={'QMD_NB_HOME': str(tmp_path/'home')})
     add_collection(st, root, name='p', progress=False)
-    a = KeywordIndex(build_keyword_index(st, BM25Params(backend='bm25s')))
-    b = KeywordIndex(build_keyword_index(st, BM25Params(backend='rank_bm25')))
-    an = Analyzer()
+    return st, root
+
+def test_bm25f_equals_rank_bm25_on_real_pages(tmp_path):
+    "With whole field weights, our BM25F scores are rank-bm25's BM25 over each field repeated that many times (the oracle)."
+    from rank_bm25 import BM25Okapi
+    from qmd_nb.keyword import keyword_index, BM25Params, lucene_idf, _rows
+    from qmd_nb.segment import _doc_tokens
+    from qmd_nb.fields import FIELDS, MARKS, MARK_WORDS
+    from qmd_nb.text import Analyzer
+    st, _ = _pages(tmp_path)
+    class Lucene(BM25Okapi):
+        def _calc_idf(s, nd): s.idf = {w: float(lucene_idf(f, s.corpus_size)) for w, f in nd.items()}
+    p, an = BM25Params(title_weight=3, meta_weight=2, heading_weight=2, lead_weight=2, body_weight=1), Analyzer()
+    def weighted(d):
+        out, f = [], 'title'
+        for t in _doc_tokens(d, an):
+            if t in MARKS.values(): f = next(x for x, m in MARKS.items() if m == t)
+            elif t[0] > '\x06' and t not in MARK_WORDS: out += [t] * int(p.weights[FIELDS.index(f)])
+        return out
+    docs, ki = _rows(st, None), keyword_index(st)
+    oracle = Lucene([weighted(d) for d in docs], k1=p.k1, b=p.b)
     for q in ['compress files', 'list directory contents', 'git commit changes', 'network interface address', 'kill process by name']:
-        tids = a.term_ids(an.terms(q))
-        sa, sb = a.scores(tids), b.scores(tids)
-        np.testing.assert_allclose(sa, sb, rtol=1e-4, atol=1e-5)
-        assert list(np.lexsort((a.doc_ids, -sa))[:10]) == list(np.lexsort((b.doc_ids, -sb))[:10])
+        terms = an.terms(q)
+        ours = ki.scores(terms, p)[0][ki.slots([d.id for d in docs])]
+        ref = oracle.get_scores(terms) / (p.k1 + 1)
+        np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-6)
+        assert list(np.argsort(-ours, kind='stable')[:10]) == list(np.argsort(-ref.astype(np.float32), kind='stable')[:10])
 
 def test_chunks_fit_the_model_on_real_pages():
     "Every chunk of real markdown, with its title and headings, fits in the model's 256 word pieces."
