@@ -89,7 +89,7 @@ for q in qs:
     t, c = time.perf_counter(), time.thread_time(); search(st, q, 10)
     lat.append((time.perf_counter() - t) * 1000); cpu.append((time.thread_time() - c) * 1000)
 print(statistics.median(lat), statistics.median(cpu))"""
-    wall, cpu = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    wall, cpu = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, encoding='utf-8', check=True).stdout.split()
     return float(wall), float(cpu)
 
 EQUAL = """
@@ -108,7 +108,7 @@ print(json.dumps(dict(segments=segs, queries=len(qs), identical=sum(a[q] == b[q]
 def equal_to_full(env:dict, queries:list[str]) -> dict:
     """After the one-file updates (segments and deletion lists): keyword top 10 (paths and scores) of the incremental index
     against the same catalog's index built whole, over 100 queries, and how long that whole build took."""
-    out = subprocess.run([sys.executable, '-c', EQUAL, env['QMD_NB_HOME'], json.dumps(queries[:100])], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, '-c', EQUAL, env['QMD_NB_HOME'], json.dumps(queries[:100])], env=env, capture_output=True, text=True, encoding='utf-8', check=True).stdout
     return json.loads(out)
 
 def synthetic_vectors(env:dict, chars_per_chunk:int=800):
@@ -130,7 +130,7 @@ for k in range(0, len(todo), 500):
         vs.col.upsert(ids=ids[j:j+5000], embeddings=V[j:j+5000], metadatas=[dict(hash=i.split(':')[0], seq=int(i.split(':')[1]), start=1, end=1) for i in ids[j:j+5000]])
     record_embedded(st, emb.fingerprint, part)
 print(len(todo))"""
-    t = time.time(); n = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    t = time.time(); n = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, encoding='utf-8', check=True).stdout.strip()
     print(f"  synthetic vectors for {n} contents in {time.time() - t:.0f} s", file=sys.stderr, flush=True)
 
 BREAKDOWN = """
@@ -153,7 +153,7 @@ print(dict(start_and_cli_ms=ms(t0, t1), import_index_ms=ms(t1, t2), store_config
 
 def update_breakdown(env:dict) -> dict:
     "Where a no-change update's time goes, phase by phase (median of 5 processes)."
-    runs = [eval(subprocess.run([sys.executable, '-c', BREAKDOWN], env=env, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir()).stdout)
+    runs = [eval(subprocess.run([sys.executable, '-c', BREAKDOWN], env=env, capture_output=True, text=True, encoding='utf-8', check=True, cwd=tempfile.gettempdir()).stdout)
             for _ in range(5)]
     return {k: med([r[k] for r in runs]) for k in runs[0]}
 
@@ -240,7 +240,7 @@ print(json.dumps(dict(lat=out, peak_mib=resource.getrusage(resource.RUSAGE_SELF)
 def vsearch_run(home:Path, queries:Path, env:dict) -> tuple[dict, dict]:
     """(in-process latencies per filter, process figures): the VSEARCH loop, then `qmd-nb vsearch` processes start to exit
     (median of 3; each loads the model, and with the embedded store opens the 1M-chunk index) and their peak RSS."""
-    r = json.loads(subprocess.run([sys.executable, '-c', VSEARCH, str(home), str(queries)], env=env, capture_output=True, text=True, check=True).stdout)
+    r = json.loads(subprocess.run([sys.executable, '-c', VSEARCH, str(home), str(queries)], env=env, capture_output=True, text=True, encoding='utf-8', check=True).stdout)
     q = [l for l in queries.read_text(encoding='utf-8').split('\n') if l.strip()][-1]
     runs = [timed(['vsearch', f'{q} {k}', '-n', '10', '--min-score', '0'], {**env, 'QMD_NB_HOME': str(home)}) for k in range(3)]
     return r['lat'], dict(loop_peak_mib=r['peak_mib'], cli_process_s=med([w for w, _ in runs]), cli_peak_mib=max(m for _, m in runs))
@@ -268,7 +268,7 @@ def vsearch_figures(corpus:Path, chroma_url:str|None) -> tuple[dict, dict]:
 
 def _rss_mib(pid:int) -> float:
     "Resident memory of a running process (MiB)."
-    for l in Path(f'/proc/{pid}/status').read_text().split('\n'):
+    for l in Path(f'/proc/{pid}/status').read_text(encoding='utf-8').split('\n'):
         if l.startswith('VmRSS:'): return int(l.split()[1]) / 1024
     return float('nan')
 
@@ -283,7 +283,7 @@ def main():
     ap.add_argument('--out', type=Path, default=ROOT/'bench'/'scale_results.json')
     a = ap.parse_args(); phases = set(a.phases.split(','))
     subprocess.run([sys.executable, '-m', 'compileall', '-q', str(ROOT/'qmd_nb')], check=True)
-    results = json.loads(a.out.read_text()) if a.out.exists() else {}
+    results = json.loads(a.out.read_text(encoding='utf-8')) if a.out.exists() else {}
     results['machine'] = dict(cores=os.cpu_count(), load=os.getloadavg()[0], at=time.strftime('%Y-%m-%d %H:%M'))
     for size in ([] if a.vectors_only else a.sizes.split(',')):
         folder = folder_of(size, a.corpus); home = a.home/size
@@ -307,21 +307,21 @@ def main():
         stamp = dict(at=time.strftime('%Y-%m-%d %H:%M'), load=round(os.getloadavg()[0], 1), commit=_commit())
         r['measured'] = {**r.get('measured', {}), **{ph: stamp for ph in phases}}
         results.setdefault('sizes', {})[size] = r
-        a.out.write_text(json.dumps(results, indent=1))
+        a.out.write_text(json.dumps(results, indent=1), encoding='utf-8')
         print(f"  {json.dumps(r)}", file=sys.stderr, flush=True)
     if not a.no_vectors:
         results['vectors_1m'], results['vectors_1m_process'] = vsearch_figures(a.corpus, a.chroma_url)
         results['vectors_1m_measured'] = dict(at=time.strftime('%Y-%m-%d %H:%M'), load=round(os.getloadavg()[0], 1), commit=_commit())
-        a.out.write_text(json.dumps(results, indent=1))
+        a.out.write_text(json.dumps(results, indent=1), encoding='utf-8')
     report(results)
 
 def _commit() -> str:
     "The commit measured (+ when the tree has changes)."
-    out = lambda *a: subprocess.run(['git', '-C', str(ROOT), *a], capture_output=True, text=True).stdout.strip()
+    out = lambda *a: subprocess.run(['git', '-C', str(ROOT), *a], capture_output=True, text=True, encoding='utf-8').stdout.strip()
     return out('rev-parse', '--short', 'HEAD') + ('+' if out('status', '--porcelain', '--untracked-files=no') else '')
 
 def timed_out(args, env) -> str:
-    return subprocess.run([QMD, *args], env=env, capture_output=True, text=True, check=True).stdout
+    return subprocess.run([QMD, *args], env=env, capture_output=True, text=True, encoding='utf-8', check=True).stdout
 
 def report(results:dict):
     "The figures as a table, with the goals where the issue sets them."

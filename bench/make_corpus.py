@@ -109,7 +109,7 @@ def make_docs(out:Path, sizes:list[int]):
     for n, d in dests.items():
         (d/'queries.txt').write_text('\n'.join(queries[n]) + '\n', encoding='utf-8')
         (d/'manifest.json').write_text(json.dumps(dict(documents=n, bytes=total[n], variants=todo[n - 1][0] + 1, sources=[s for s, _ in SOURCES],
-                                                       queries=len(queries[n]), made_by='bench/make_corpus.py docs'), indent=1))
+                                                       queries=len(queries[n]), made_by='bench/make_corpus.py docs'), indent=1), encoding='utf-8')
         print(f"{d}: {n:,} documents, {total[n] / 1e6:.0f} MB", file=sys.stderr)
 
 def sample_chunks(n:int, embedder, seed:int=15) -> tuple[list[str], list[str]]:

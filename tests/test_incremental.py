@@ -125,12 +125,12 @@ from qmd_nb.store import Store
 st = Store(env={{'QMD_NB_HOME': {str(home)!r}}})
 with st.writing():
     print('locked', flush=True); time.sleep(30)
-"""], stdout=subprocess.PIPE, text=True)
+"""], stdout=subprocess.PIPE, text=True, encoding="utf-8")
     try:
         assert holder.stdout.readline().strip() == 'locked'
         t = time.time()
         r = subprocess.run([QMD_BIN, 'search', 'compress files', '--format', 'files'], env={**os.environ, 'QMD_NB_HOME': str(home)},
-                           capture_output=True, text=True, timeout=25)
+                           capture_output=True, text=True, encoding="utf-8", timeout=25)
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() and time.time() - t < 15 # answered while the lock is held (a waiting reader would take 30 s)
     finally:

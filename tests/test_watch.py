@@ -18,14 +18,14 @@ def found(qmd, q): return [r['file'] for r in qmd.json('search', q, '--format', 
 def test_watch_command(qmd, tmp_path):
     root = write_tree(tmp_path/'notes', {'a.md': '# Alpha\n\nfirst note\n', 'cooking/pasta.md': '# Pasta\n\nspaghetti tonight\n'})
     qmd('collection', 'add', root, '--name', 'notes')
-    (root/'late.md').write_text('# Late\n\nwritten while nobody watched\n') # caught up when the watcher starts
-    p = subprocess.Popen([QMD_BIN, 'watch'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    (root/'late.md').write_text('# Late\n\nwritten while nobody watched\n', encoding='utf-8') # caught up when the watcher starts
+    p = subprocess.Popen([QMD_BIN, 'watch'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
     try:
         assert p.stderr.readline().startswith('Watching notes')
         assert found(qmd, 'nobody watched') == ['notes/late.md']
-        (root/'b.md').write_text('# Bravo\n\nzebras crossing\n')
+        (root/'b.md').write_text('# Bravo\n\nzebras crossing\n', encoding='utf-8')
         until(lambda: found(qmd, 'zebras') == ['notes/b.md'])
-        swap = root/'cooking'/'.pasta.md.swp'; swap.write_text('# Pasta\n\npenne tonight\n'); os.replace(swap, root/'cooking'/'pasta.md') # vim's way
+        swap = root/'cooking'/'.pasta.md.swp'; swap.write_text('# Pasta\n\npenne tonight\n', encoding='utf-8'); os.replace(swap, root/'cooking'/'pasta.md') # vim's way
         until(lambda: found(qmd, 'penne') == ['notes/cooking/pasta.md'])
         assert found(qmd, 'spaghetti') == []
         outside = write_tree(tmp_path/'drafts', {'deep/c.md': '# Charlie\n\nyaks grazing\n'})
@@ -58,7 +58,7 @@ def test_serve_watch_keyword_vectors_and_mcp(qmd, tmp_path):
                 assert legacy.server_capabilities.resources.list_changed
                 await legacy.list_tools()
                 async with modern.listen(resources_list_changed=True) as sub:
-                    (root/'b.md').write_text('# Bravo\n\nquokkas in the garden\n')
+                    (root/'b.md').write_text('# Bravo\n\nquokkas in the garden\n', encoding='utf-8')
                     t = time.time()
                     with_kw = await asyncio.to_thread(until, lambda: s.post('/search', {'query': 'quokkas'}).json()['results'])
                     kw_s = time.time() - t
@@ -97,7 +97,7 @@ def test_stdio_mcp_watch(qmd, tmp_path):
         async with Client(params, mode='legacy', message_handler=on_message) as c:
             await c.list_tools()
             await asyncio.sleep(1.5) # the watcher arms after the server is built
-            (root/'b.md').write_text('# Bravo\n\nwombats\n')
+            (root/'b.md').write_text('# Bravo\n\nwombats\n', encoding='utf-8')
             for _ in range(300):
                 if 'notifications/resources/list_changed' in heard: break
                 await asyncio.sleep(0.05)
@@ -121,7 +121,7 @@ def test_incremental_equals_fresh(tmp_path):
     for step in range(40):
         files = sorted(root.rglob('*.md')); f = rnd.choice(files); op = rnd.choice(['edit', 'new', 'rename', 'delete', 'move', 'touch'])
         changed = [f]
-        if op == 'edit': f.write_text(f.read_text() + f'\n- edited in step {step}\n')
+        if op == 'edit': f.write_text(f.read_text(encoding='utf-8') + f'\n- edited in step {step}\n', encoding='utf-8')
         elif op == 'new': g = spare.pop(); shutil.copy(g, root/g.name); changed = [root/g.name]
         elif op == 'rename': g = f.with_name(f'renamed-{step}.md'); os.rename(f, g); changed = [f, g]
         elif op == 'delete': f.unlink()
