@@ -428,7 +428,11 @@ def update(store:Store, names:list[str]|None=None, # collections to update (defa
                 raise disk_full(store.paths.cache, f"the update stopped in collection '{c.name}' (documents it re-indexed are kept, "
                                                    "the others keep their previous version; the index is consistent)") from None
         drop_orphans(store) # always: a killed run may have left content no document uses
-        refresh_keyword(store)
+        store.shrink_wal() # the space of a big update's log, before the keyword index takes its own
+        try: refresh_keyword(store)
+        except DiskFull:
+            raise disk_full(store.paths.cache, "the documents are updated, the keyword index is not (searches answer from its last commit); "
+                                               "run 'qmd-nb update' again once there is room") from None
     return stats
 
 # %% ../nbs/05_index.ipynb #ec4a03b7

@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/keyword.html.md"""
 
 # %% ../nbs/04_keyword.ipynb #cd55b50c
 from __future__ import annotations
-import json, shutil, tempfile
+import errno, json, shutil, tempfile
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 import numpy as np
@@ -342,7 +342,9 @@ def refresh(store:Store, full:bool=False # build everything again
         root = store.paths.keyword_dir
         try: return _refresh(store, root, full)
         except OSError as e: # a full disk (or a read-only one): the last commit stays current, nothing half-written stays
-            _clean_failed(root); store._raise_storage(e); raise
+            _clean_failed(root)
+            if e.errno is None and 'written' in str(e): e = OSError(errno.ENOSPC, f'No space left on device ({e})') # numpy's short write
+            store._raise_storage(e); raise
 
 def _refresh(store:Store, root:Path, full:bool) -> dict:
     root.mkdir(parents=True, exist_ok=True)

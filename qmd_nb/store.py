@@ -272,7 +272,7 @@ class Store:
         "Give back the disk space of a failed big transaction (truncate the WAL), if no reader holds it; best effort."
         if self.readonly or self._db is None: return
         with self.lock:
-            try: self._db.execute('PRAGMA busy_timeout=1000'); self._db.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+            try: self._db.execute('PRAGMA busy_timeout=1000'); self._db.execute('PRAGMA wal_checkpoint(TRUNCATE)').fetchall() # read to its end: an open cursor keeps a read lock
             except sqlite3.Error: pass
             finally: self._db.execute('PRAGMA busy_timeout=30000')
 
