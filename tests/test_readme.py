@@ -61,9 +61,16 @@ def test_command_line_section_runs_as_written(tmp_path):
                 prelude.append(line)
                 assert run('command -v qmd-nb').stdout.strip() == str(ROOT/'.venv'/'bin'/'qmd-nb'), line
                 continue
+            if line.startswith('qmd-nb watch'): # runs until Ctrl-C: still watching after a few seconds, then stopped
+                p = subprocess.Popen(['bash', '-c', '\n'.join(prelude + ['exec ' + line])], cwd=ROOT, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
+                time.sleep(5)
+                assert p.poll() is None, f"{line}\nexit {p.returncode}"
+                stop(p)
+                continue
             if line.startswith('qmd-nb serve'):
                 port = free_port(); env['QMD_NB_SERVER'] = f'http://127.0.0.1:{port}'
-                p = subprocess.Popen(['bash', '-c', '\n'.join(prelude + ['exec ' + line.replace('--port 18765', f'--port {port}')])],
+                p = subprocess.Popen(['bash', '-c', '\n'.join(prelude + ['exec ' + (line.replace('--port 18765', f'--port {port}') if '--port' in line else line.split('  #')[0].strip() + f' --port {port}')])],
                                      cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
                 background.append(p)
                 wait_for(lambda: _get(f'http://127.0.0.1:{port}/health'), 120, line)
