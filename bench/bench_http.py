@@ -146,10 +146,10 @@ def timed_load(url, hdr, qs, files, seconds:float, n_clients:int, gets:float=0.3
                 max_ms=max(lat), rps=len(lat) / wall, samples=samples)
 
 def churn(env, folder, stop) -> dict:
-    "Another process adding and removing a collection until `stop` is set: cycles done, failures."
+    "Another process adding (a folder inside the served collection: --force) and removing a collection until `stop` is set: cycles done, failures."
     out = dict(cycles=0, failures=[])
     while not stop.is_set():
-        for args in (['collection', 'add', str(folder), '--name', 'churn'], ['collection', 'remove', 'churn']):
+        for args in (['collection', 'add', str(folder), '--name', 'churn', '--force'], ['collection', 'remove', 'churn']):
             r = subprocess.run([QMD, *args], env=env, capture_output=True, text=True, encoding='utf-8')
             if r.returncode: out['failures'].append(r.stderr[-300:])
         out['cycles'] += 1
