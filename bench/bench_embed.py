@@ -1,4 +1,4 @@
-"""Embedding throughput and query latency, plain sentence-transformers against qmd_nb.embed, side by side.
+"""Embedding throughput and query latency, plain sentence-transformers against qmd_nb.engine.embed, side by side.
 
     .venv/bin/python bench/bench_embed.py [--n 400] [--queries 200] [--rounds 2] [--extra]
 
@@ -15,8 +15,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from qmd_nb.chunk import model_dir
-from qmd_nb.embed import OpenVINOEmbedder, TorchEmbedder
+from qmd_nb.engine.chunk import model_dir
+from qmd_nb.engine.embed import OpenVINOEmbedder, TorchEmbedder
 
 SCIFACT = ROOT/'..'/'shared'/'data'/'scifact'
 
@@ -64,7 +64,7 @@ def main():
     a = ap.parse_args()
     import torch
     from sentence_transformers import SentenceTransformer
-    from qmd_nb.chunk import wordpiece_counter
+    from qmd_nb.engine.chunk import wordpiece_counter
     texts = make_chunks(a.n); ns = wordpiece_counter()(texts)
     print(f'{len(texts)} chunks, word pieces min {min(ns)} mean {np.mean(ns):.0f} max {max(ns)}; '
           f'torch {torch.__version__}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}')

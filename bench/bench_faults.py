@@ -70,7 +70,7 @@ def case_update(root:Path, env, home:Path, runs:int, rng) -> dict:
 
 def vector_state(home:Path, env) -> tuple[int, int, int]:
     "(documents without vectors, vector rows beyond the chunks recorded, vectors of contents no longer indexed)."
-    code = ("import sys, json, collections; from qmd_nb.store import Store; from qmd_nb.vectors import VectorStore; from qmd_nb.embed import get_embedder\n"
+    code = ("import sys, json, collections; from qmd_nb.engine.store import Store; from qmd_nb.engine.vectors import VectorStore; from qmd_nb.engine.embed import get_embedder\n"
             "st = Store(env={'QMD_NB_HOME': sys.argv[1]}); fp = get_embedder(st.config.settings).fingerprint\n"
             "metas = VectorStore(st, fp).col.get(include=['metadatas'])['metadatas']\n"
             "have = collections.Counter(m['hash'] for m in metas)\n"
@@ -120,8 +120,8 @@ def case_ingest(root:Path, env, home:Path, runs:int, rng) -> dict:
     src = root/'inbox'; src.mkdir()
     out = dict(runs=runs, integrity=0, lost=0, duplicated=0, orphans=0, killed=0, untrue_jobs=0, jobs_done_at_the_kill=0, jobs_interrupted=0)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from qmd_nb.store import Store
-    from qmd_nb.ingest import job_status
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.ingest import job_status
     for run in range(runs):
         files = []
         for i in range(12):

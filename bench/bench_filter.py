@@ -36,10 +36,10 @@ def copy_with_front_matter(dst:Path) -> list[str]:
 
 def main():
     ap = argparse.ArgumentParser(); ap.add_argument('--queries', type=int, default=300); args = ap.parse_args()
-    from qmd_nb.store import Store
-    from qmd_nb.index import add_collection
-    from qmd_nb.search import search
-    from qmd_nb.filter import parse_filter, facets
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.index import add_collection
+    from qmd_nb.engine.search import search
+    from qmd_nb.engine.filter import parse_filter, facets
     tmp = Path(tempfile.mkdtemp(prefix='qmd-nb-bench-filter-'))
     queries = copy_with_front_matter(tmp/'tldr')
     st = Store('bench', env={'QMD_NB_HOME': str(tmp/'home')})

@@ -63,10 +63,10 @@ def auth_overhead(a:tuple, b:tuple, path:str, bodies:list, warm:int=30) -> dict:
 def wait_warm(home:str, timeout:float=1800) -> float:
     "Wait until the server's background warm-up has stored window vectors for every document; seconds waited."
     import sqlite3
-    from qmd_nb.store import Store
-    from qmd_nb.embed import get_embedder
-    from qmd_nb.hybrid import QueryParams
-    from qmd_nb.rerank import window_fp
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.embed import get_embedder
+    from qmd_nb.engine.hybrid import QueryParams
+    from qmd_nb.engine.rerank import window_fp
     st = Store(env={'QMD_NB_HOME': home}); p = QueryParams.from_settings(st.config.settings)
     fp = window_fp(get_embedder(st.config.settings, {**os.environ, 'QMD_NB_HOME': home}), p.rerank_window, p.rerank_title) # this model's windows only
     db = sqlite3.connect(st.paths.db); t = time.time()
@@ -218,7 +218,7 @@ def main():
             o = auth_overhead((url, hdr), (url2, {}), path, bodies)
             print(f"auth cost REST {path:7s} p50 with token {o['auth']:6.2f} ms, --no-auth {o['open']:6.2f} ms: "
                   f"{o['auth'] - o['open']:+.2f} ms (goal <= 0.5 ms; {o['n']} interleaved requests each)", flush=True)
-        from qmd_nb.auth import TokenStore, token_dir
+        from qmd_nb.engine.auth import TokenStore, token_dir
         ts, tok = TokenStore(token_dir(env)), hdr['Authorization'][7:]
         n = 20000; t = time.perf_counter()
         for _ in range(n): ts.verify(tok)

@@ -14,8 +14,8 @@ DATA = ROOT.parent/'shared'/'data'
 QMD = str(Path(sys.executable).parent/'qmd-nb')
 
 def scifact(home, sets):
-    from qmd_nb.eval import evaluate
-    from qmd_nb.hybrid import QueryParams
+    from qmd_nb.notebook.eval import evaluate
+    from qmd_nb.engine.hybrid import QueryParams
     env = {'QMD_NB_HOME': home}
     p = QueryParams().updated(**sets)
     out = {}
@@ -27,10 +27,11 @@ def scifact(home, sets):
 def synthetic_filtered(home, n=100_000, dim=384):
     "vsearch restricted to a collection holding 10% of a 100k-chunk store of random unit vectors."
     import numpy as np, hashlib
-    from qmd_nb.store import Store, NewDoc, put_docs
-    from qmd_nb.config import Collection
-    from qmd_nb.vectors import VectorStore, record_embedded, vector_hits
-    from qmd_nb.embed import get_embedder
+    from qmd_nb.engine.store import Store, NewDoc
+    from qmd_nb.engine.catalog import put_docs
+    from qmd_nb.engine.config import Collection
+    from qmd_nb.engine.vectors import VectorStore, record_embedded, vector_hits
+    from qmd_nb.engine.embed import get_embedder
     st = Store('synthetic-vectors', {'QMD_NB_HOME': home}); emb = get_embedder({}, {'QMD_NB_HOME': home})
     rng = np.random.default_rng(0); docs = n // 4 # 4 chunks a document
     if st.q("SELECT COUNT(*) FROM embedded WHERE fingerprint=?", (emb.fingerprint,))[0][0] < docs: # (re)built for this model's fingerprint

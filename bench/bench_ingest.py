@@ -57,9 +57,9 @@ def main():
     for f in src.iterdir(): os.utime(f, (time.time() + 60, time.time() + 60))
     s1, _ = run(env, 'update'); print(f"qmd-nb update, every file touched (same bytes): {s1:.2f} s")
 
-    from qmd_nb.store import Store
-    from qmd_nb.ingest import ingest
-    from qmd_nb.keyword import refresh
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.ingest import ingest
+    from qmd_nb.engine.keyword import refresh
     st = Store(env={'QMD_NB_HOME': str(tmp/'home2')})
     t = time.perf_counter(); stats = {}
     for f in sorted(src.iterdir()):

@@ -37,8 +37,8 @@ def process_figures(env):
                 search_peak_mib=max(s[1] for s in srch), heavy_imports=heavy)
 
 def inprocess_tldr(env):
-    from qmd_nb.store import Store
-    from qmd_nb.search import keyword_hits, search
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.search import keyword_hits, search
     from known_item import sample
     st = Store(env=env); qs = [q for _, q in sample(200, 0)]
     for q in qs[:20]: search(st, q)
@@ -52,11 +52,12 @@ def inprocess_tldr(env):
 def synthetic(n, env):
     "N chunks of ~80 words drawn from a Zipf law over 50,000 words, in two collections (10% / 90%)."
     import numpy as np, hashlib
-    from qmd_nb.store import Store, NewDoc, put_docs
-    from qmd_nb.text import Analyzer
-    from qmd_nb.keyword import refresh
-    from qmd_nb.fields import HEADER, MARKS
-    from qmd_nb.search import search
+    from qmd_nb.engine.store import Store, NewDoc
+    from qmd_nb.engine.catalog import put_docs
+    from qmd_nb.engine.text import Analyzer
+    from qmd_nb.engine.keyword import refresh
+    from qmd_nb.engine.fields import HEADER, MARKS
+    from qmd_nb.engine.search import search
     rng = np.random.default_rng(0); an = Analyzer()
     syl = [c + v for c in 'bdfgklmnprtvz' for v in 'aeiou']
     vocab = [''.join(rng.choice(syl, 3)) + 'x' + str(i) for i in range(50000)]
@@ -68,7 +69,7 @@ def synthetic(n, env):
         docs.append(NewDoc(coll, f'c{i}.md', hashlib.sha256(body.encode()).hexdigest(), f'chunk {i}', body, f"{HEADER} {MARKS['body']} " + ' '.join(stems[j] for j in ranks[i])))
         if len(docs) == 5000: put_docs(st, docs); docs = []
     put_docs(st, docs)
-    from qmd_nb.config import Collection
+    from qmd_nb.engine.config import Collection
     st.config.collections = {c: Collection(c, '/nonexistent') for c in ('small', 'big')}
     refresh(st); build = time.perf_counter() - t
     qs = [' '.join(vocab[int(j)] for j in rng.integers(10, 5000, size=3)) for _ in range(200)]

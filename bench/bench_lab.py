@@ -26,8 +26,8 @@ def main():
     ap.add_argument('--no-check', action='store_true', help='skip the comparison with evaluate (~1 min per setting)')
     a = ap.parse_args()
     env = {**os.environ, 'HF_HUB_OFFLINE': '1', **({'QMD_NB_HOME': a.home} if a.home else {})}
-    from qmd_nb.lab import beir_lab, lab_metrics
-    from qmd_nb.hybrid import QueryParams
+    from qmd_nb.notebook.lab import beir_lab, lab_metrics
+    from qmd_nb.engine.hybrid import QueryParams
     folder = DATA/'scifact'
     t = time.time(); c = beir_lab(folder, env, progress=False); build = time.time() - t
     parts = {k[0]: round(v, 1) for k, v in c.seconds.items()}
@@ -43,7 +43,7 @@ def main():
     print(f"recompute after a control change: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms "
           f"over {len(times)} changes (goal <= 1000 ms)", flush=True)
     if not a.no_check:
-        from qmd_nb.eval import evaluate
+        from qmd_nb.notebook.eval import evaluate
         for p in (QueryParams(), QueryParams().updated(fusion='rrf', rrf_k=30.0, expansion='prf')):
             lab, ev = lab_metrics(c, p), evaluate(folder, 'query', env, p, progress=False)
             same = lab.per_query == ev.per_query and (lab.ndcg10, lab.recall100, lab.mrr10) == (ev.ndcg10, ev.recall100, ev.mrr10)

@@ -11,7 +11,7 @@ On tldr-pages (indexed once into --home, default a new temporary folder) prints,
 - the server's peak memory (VmHWM) at its first search, and after the warm calls (model loaded if one is available).
 The servers run the way a user's client starts them: with compiled bytecode (one untimed start first writes it, and
 PYTHONDONTWRITEBYTECODE is dropped from their environment), a warm file cache, and the handshake cache that the first
-start fills (`qmd_nb.stdio`: `initialize` answered before the SDK is imported). Five more starts without that cache
+start fills (`qmd_nb.serve.stdio`: `initialize` answered before the SDK is imported). Five more starts without that cache
 show the first start after an install or an SDK upgrade.
 """
 import argparse, asyncio, json, os, random, statistics, subprocess, sys, tempfile, time
@@ -128,7 +128,7 @@ def main():
     queries = [q for _, q in sample(200, 0)]
     random.Random(1).shuffle(queries)
 
-    cache = Path(home)/'cache'/'index'/'mcp-initialize.json' # the handshake cache (qmd_nb.stdio)
+    cache = Path(home)/'cache'/'index'/'mcp-initialize.json' # the handshake cache (qmd_nb.serve.stdio)
     cold_starts(env, 1, queries) # untimed: writes bytecode, warms the file cache, fills the handshake cache
     cs = cold_starts(env, a.starts, queries)
     saved, misses = cache.read_bytes(), []

@@ -5,8 +5,8 @@ Compare with `qmd-nb eval ../shared/data/scifact --mode vsearch --json` (the def
 """
 import argparse, json, tempfile
 from pathlib import Path
-from qmd_nb.eval import evaluate
-from qmd_nb.embed import OpenVINOEmbedder
+from qmd_nb.notebook.eval import evaluate
+from qmd_nb.engine.embed import OpenVINOEmbedder
 
 DATA = Path(__file__).resolve().parents[1].parent/'shared'/'data'
 

@@ -24,8 +24,8 @@ PHRASE = 'The cmdlet immediately returns an object that represents the job and t
 
 def store_for(home:Path, name:str, folder:Path):
     "A store holding one collection of `folder`, indexed on first use (a reused one is taken as it is)."
-    from qmd_nb.store import Store
-    from qmd_nb.index import add_collection, update
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.index import add_collection, update
     st = Store(env={'QMD_NB_HOME': str(home/name)})
     t = time.perf_counter()
     if name not in st.config.collections: add_collection(st, folder, name=name, progress=False)
@@ -34,13 +34,13 @@ def store_for(home:Path, name:str, folder:Path):
     return st
 
 def known(st, tsv, mode:str) -> dict:
-    from qmd_nb.eval import known_item
+    from qmd_nb.notebook.eval import known_item
     r = known_item(st, tsv, mode, progress=False).to_json()
     return {k: r[k] for k in ('mrr@10', 'hit@1', 'hit@10', 'p50_ms', 'queries')}
 
 def latency(st, queries:list[str]) -> dict:
     "In-process p50 of keyword hits alone and of whole results (snippets, docids, near-copies), warm."
-    from qmd_nb.search import keyword_hits, search
+    from qmd_nb.engine.search import keyword_hits, search
     for q in queries[:20]: search(st, q)
     out = {}
     for name, f in (('hits', keyword_hits), ('search', search)):
@@ -65,8 +65,8 @@ ABLATIONS = (('overview pages do not yield', dict(overview_yield=False)), ('no b
 
 def ablate(sets:dict, home:Path) -> dict:
     "`search` figures (MRR@10; nDCG@10 on SciFact) with each rule off in turn, next to the setting in force."
-    from qmd_nb.hybrid import QueryParams
-    from qmd_nb.eval import known_item, evaluate
+    from qmd_nb.engine.hybrid import QueryParams
+    from qmd_nb.notebook.eval import known_item, evaluate
     out = {}
     for label, over in (('as tuned', {}),) + ABLATIONS:
         p = QueryParams().updated(**over)
@@ -85,8 +85,8 @@ def main():
     ws, tl = store_for(home, 'ws', DATA/'winserver-ps'/'docset'), store_for(home, 'tldr', DATA/'tldr-pages')
     modes = ['search'] + (['query'] if a.query else [])
     if a.query:
-        from qmd_nb.vectors import embed
-        from qmd_nb.embed import get_embedder
+        from qmd_nb.engine.vectors import embed
+        from qmd_nb.engine.embed import get_embedder
         for st in (tl, ws): t = time.perf_counter(); s = embed(st, get_embedder(st.config.settings), progress=False); print(f'embedded {s.chunks} chunks in {time.perf_counter() - t:.0f} s', flush=True)
     res = {}
     for m in modes:
@@ -95,7 +95,7 @@ def main():
         res[f'tldr questions {m}'] = known(tl, ROOT/'bench'/'questions-tldr.tsv', m)
         res[f'tldr questions dev {m}'] = known(tl, ROOT/'bench'/'questions-tldr-dev.tsv', m) # the tuning split, not a goal
     if not a.skip_scifact:
-        from qmd_nb.eval import evaluate
+        from qmd_nb.notebook.eval import evaluate
         for m in modes:
             r = evaluate(DATA/'scifact', m, {'QMD_NB_HOME': str(home/'eval')}, progress=False).to_json()
             res[f'scifact {m}'] = {k: r[k] for k in ('ndcg@10', 'recall@100', 'mrr@10', 'p50_ms')}

@@ -68,7 +68,7 @@ def process_figures(folder:Path, env:dict, q:str) -> dict:
     try:
         for k in range(5):
             victim.write_bytes(orig + f'\nEdited for the bench, round {k}.\n'.encode()); one.append(timed(['update'], env, cpu=True))
-    finally: # put it back, then update twice, a second apart: the file is no longer racy (see qmd_nb.index.racy)
+    finally: # put it back, then update twice, a second apart: the file is no longer racy (see qmd_nb.engine.index.racy)
         victim.write_bytes(orig); timed(['update'], env); time.sleep(1.1); timed(['update'], env)
     srch = [timed(['search', q, '-n', '10'], env) for _ in range(7)]
     cpu = [timed(['search', q, '-n', '10'], env, cpu=True)[1] for _ in range(7)]
@@ -80,8 +80,8 @@ def keyword_p50(env:dict, queries:list[str]) -> tuple[float, float]:
     "In-process keyword search p50 (ms) over the queries, warm: wall time, and the thread's own CPU time (what a loaded machine does not inflate)."
     code = f"""
 import json, statistics, time
-from qmd_nb.store import Store
-from qmd_nb.search import search
+from qmd_nb.engine.store import Store
+from qmd_nb.engine.search import search
 st = Store(env={{'QMD_NB_HOME': {env['QMD_NB_HOME']!r}}}); qs = {queries[:300]!r}
 for q in qs[:30]: search(st, q, 10)
 lat, cpu = [], []
@@ -94,9 +94,9 @@ print(statistics.median(lat), statistics.median(cpu))"""
 
 EQUAL = """
 import json, sys, time
-from qmd_nb.store import Store
-from qmd_nb.search import search
-from qmd_nb.keyword import refresh, load_commit
+from qmd_nb.engine.store import Store
+from qmd_nb.engine.search import search
+from qmd_nb.engine.keyword import refresh, load_commit
 st = Store(env={'QMD_NB_HOME': sys.argv[1]}); qs = json.loads(sys.argv[2])
 top = lambda: {q: [(r.path, round(r.score, 6)) for r in search(st, q, 10, collapse=False)] for q in qs}
 segs = len(load_commit(st.paths.keyword_dir)['segments']); a = top()
@@ -115,9 +115,9 @@ def synthetic_vectors(env:dict, chars_per_chunk:int=800):
     "Give every document of the index vectors (random unit vectors, as many as the model would make chunks), unless it has them."
     code = f"""
 import hashlib, numpy as np
-from qmd_nb.store import Store
-from qmd_nb.embed import get_embedder
-from qmd_nb.vectors import VectorStore, record_embedded, pending_hashes
+from qmd_nb.engine.store import Store
+from qmd_nb.engine.embed import get_embedder
+from qmd_nb.engine.vectors import VectorStore, record_embedded, pending_hashes
 st = Store(env={{'QMD_NB_HOME': {env['QMD_NB_HOME']!r}}}); emb = get_embedder(st.config.settings)
 todo = pending_hashes(st, emb.fingerprint)
 sizes = dict(st.q("SELECT hash, MAX(size) FROM documents GROUP BY hash"))
@@ -137,9 +137,10 @@ BREAKDOWN = """
 import time; t0 = time.perf_counter()
 from qmd_nb.cli import build_parser
 t1 = time.perf_counter()
-import qmd_nb.index as I
+import qmd_nb.engine.index as I
 t2 = time.perf_counter()
-from qmd_nb.store import Store, doc_index, scan_started
+from qmd_nb.engine.store import Store
+from qmd_nb.engine.catalog import doc_index, scan_started
 st = Store(); c = next(iter(st.config.collections.values()))
 t3 = time.perf_counter(); files = list(I.discover(c.path, c.masks))
 t4 = time.perf_counter(); known = doc_index(st, c.name)
@@ -219,9 +220,9 @@ def _ok(fn):
 
 VSEARCH = """
 import json, os, statistics, sys, time
-from qmd_nb.store import Store
-from qmd_nb.embed import get_embedder
-from qmd_nb.vectors import vsearch
+from qmd_nb.engine.store import Store
+from qmd_nb.engine.embed import get_embedder
+from qmd_nb.engine.vectors import vsearch
 st = Store(env={'QMD_NB_HOME': sys.argv[1]}); emb = get_embedder({})
 qs = [q for q in open(sys.argv[2], encoding='utf-8').read().split('\\n') if q.strip()]
 out = {}

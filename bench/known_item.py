@@ -25,9 +25,9 @@ def main():
     ap = argparse.ArgumentParser(); ap.add_argument('--n', type=int, default=200); ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--mode', default='search'); ap.add_argument('--home', default=None)
     a = ap.parse_args()
-    from qmd_nb.store import Store
-    from qmd_nb.index import add_collection, update
-    from qmd_nb.search import search
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.index import add_collection, update
+    from qmd_nb.engine.search import search
     env = {'QMD_NB_HOME': a.home or tempfile.mkdtemp(prefix='qmdnb-ki-')}
     st = Store(env=env)
     if 'tldr' not in st.config.collections: add_collection(st, DATA, name='tldr', progress=False)

@@ -114,7 +114,7 @@ def make_docs(out:Path, sizes:list[int]):
 
 def sample_chunks(n:int, embedder, seed:int=15) -> tuple[list[str], list[str]]:
     "(texts, descriptions): `n` real chunks of the sources as the embedder chunks them, and descriptions of other pages (the queries)."
-    from qmd_nb.vectors import chunk_content
+    from qmd_nb.engine.vectors import chunk_content
     files = sources(); rnd = random.Random(seed); rnd.shuffle(files)
     texts, queries = [], []
     for _, f, rel in files:
@@ -127,10 +127,11 @@ def sample_chunks(n:int, embedder, seed:int=15) -> tuple[list[str], list[str]]:
 def make_vectors(out:Path, chunks:int, sample:int, per_doc:int=8, dim_noise:float=0.03, seed:int=15):
     "A qmd-nb index of `chunks` vectors in the embedded Chroma store of the bundled model (see the module docstring)."
     import numpy as np
-    from qmd_nb.store import Store, NewDoc, put_docs
-    from qmd_nb.config import Collection
-    from qmd_nb.embed import get_embedder
-    from qmd_nb.vectors import VectorStore, record_embedded
+    from qmd_nb.engine.store import Store, NewDoc
+    from qmd_nb.engine.catalog import put_docs
+    from qmd_nb.engine.config import Collection
+    from qmd_nb.engine.embed import get_embedder
+    from qmd_nb.engine.vectors import VectorStore, record_embedded
     home = out/'vectors-1m'/'home'; shutil.rmtree(home, ignore_errors=True)
     st = Store(env={'QMD_NB_HOME': str(home)}); emb = get_embedder({})
     t = time.time(); texts, queries = sample_chunks(sample, emb)

@@ -15,7 +15,7 @@ __all__ = ['RESULT_FORMATS', 'SORTS', 'cmd_collection', 'cmd_context', 'cmd_upda
 
 # %% ../nbs/90_cli.ipynb #c08af8be
 def _store(a):
-    from qmd_nb.store import Store
+    from qmd_nb.engine.store import Store
     return Store(a.index, a.env)
 
 def _fmt(a) -> str: return getattr(a, 'format', None) or 'cli'
@@ -27,7 +27,7 @@ def _json(obj):
 
 def _hint(st) -> bool:
     "Say on stderr what to run when the index has no collections yet; whether it has none."
-    from qmd_nb.docs import empty_hint
+    from qmd_nb.engine.documents import empty_hint
     if h := empty_hint(st): print(h, file=sys.stderr)
     return bool(h)
 
@@ -56,8 +56,8 @@ def _print_stats(stats, fmt:str='cli'):
 
 def cmd_collection(a):
     "collection add|list|show|remove|rename"
-    from qmd_nb import index, docs
-    from qmd_nb.format import plural
+    from qmd_nb.engine import index, documents as docs
+    from qmd_nb.engine.format import plural
     st, fmt = _store(a), _fmt(a)
     if a.action == 'add':
         s = index.add_collection(st, a.path, a.name, a.mask, force=a.force)
@@ -71,7 +71,7 @@ def cmd_collection(a):
         for c in cs: print(f"{c.name}\t{c.documents} docs\t{c.path}\t{c.pattern}\tupdated {c.last_updated or 'never'}")
     elif a.action == 'show':
         c = next((c for c in docs.collection_status(st) if c.name == a.name), None)
-        if c is None: from qmd_nb.store import get_collection; get_collection(st, a.name)
+        if c is None: from qmd_nb.engine.store import get_collection; get_collection(st, a.name)
         ctx = {k: v for k, v in st.config.contexts.items() if k == f'qmd://{c.name}' or k.startswith(f'qmd://{c.name}/')}
         if fmt == 'json': from dataclasses import asdict; return _json({**asdict(c), 'contexts': ctx})
         print(f"Name: {c.name}\nPath: {c.path}\nPattern: {c.pattern}\nDocuments: {c.documents}\nLast updated: {c.last_updated or 'never'}")
@@ -81,7 +81,7 @@ def cmd_collection(a):
 
 def cmd_context(a):
     "context add|list|rm"
-    from qmd_nb import index
+    from qmd_nb.engine import index
     st = _store(a)
     if a.action == 'add': print(f"Added context for {index.add_context(st, a.path, a.text)}")
     elif a.action == 'rm': print(f"Removed context for {index.remove_context(st, a.path)}")
@@ -93,7 +93,7 @@ def cmd_context(a):
 # %% ../nbs/90_cli.ipynb #9dc40c36
 def cmd_update(a):
     "update / index"
-    from qmd_nb import index
+    from qmd_nb.engine import index
     st = _store(a)
     if not st.config.collections: _hint(st); return 0
     if a.pull:
@@ -103,7 +103,7 @@ def cmd_update(a):
 def cmd_watch(a):
     "watch: keep the index fresh from file-system events until Ctrl-C"
     import signal, time
-    from qmd_nb.watch import Watcher
+    from qmd_nb.engine.watch import Watcher
     st = _store(a)
     if not st.config.collections: print("No collections yet. Add one: qmd-nb collection add PATH --name NAME"); return 0
     def said(stats):
@@ -120,14 +120,14 @@ def cmd_watch(a):
 # %% ../nbs/90_cli.ipynb #2b98dcaa
 def cmd_search(a):
     "search"
-    from qmd_nb.search import search
+    from qmd_nb.engine.search import search
     sets, everything, explain = getattr(a, 'set', None), getattr(a, 'all', False), getattr(a, 'explain', False)
     st = None if a.mode == 'server' else _store(a)
     if st is None:
-        if sets: from qmd_nb.config import UsageError; raise UsageError("--set works in local mode only (the server uses its own settings)")
+        if sets: from qmd_nb.engine.config import UsageError; raise UsageError("--set works in local mode only (the server uses its own settings)")
         res, p = _remote(a, 'search'), None
     else:
-        from qmd_nb.keyword import BM25Params
+        from qmd_nb.engine.keyword import BM25Params
         _hint(st); p = BM25Params.from_settings(st.config.settings).updated(**dict(sets or []))
         res = search(st, a.query, a.n, a.collection, a.min_score, filter=_filter(a), collapse=not everything, explain=explain, params=p)
     if st is not None and getattr(st.cache.get('keyword'), 'stale', False):
@@ -137,7 +137,7 @@ def cmd_search(a):
 
 def _print_results(res, a, params:dict|None=None # the ranking parameters --explain shows
                   ):
-    from qmd_nb.format import format_results, explain_text
+    from qmd_nb.engine.format import format_results, explain_text
     out = explain_text(res, params) if getattr(a, 'explain', False) and a.format == 'cli' and res else format_results(res, a.query, a.format)
     if out: print(out)
 
@@ -151,15 +151,15 @@ def _params_shown(p) -> dict|None:
 
 def _remote(a, endpoint, **extra):
     "Results from a running server (`--mode server`), asked with this user's token (`QMD_NB_TOKEN`, or the default one)."
-    from qmd_nb.serve import remote_search, server_url
-    from qmd_nb.auth import client_token
+    from qmd_nb.serve.client import remote_search, server_url
+    from qmd_nb.engine.auth import client_token
     body = dict(query=a.query, limit=a.n, min_score=a.min_score, collection=a.collection, filter=_filter(a), collapse=not getattr(a, 'all', False), **extra)
     url = a.server or server_url(a.env)
     return remote_search(url, endpoint, body, client_token(a.env, url)) # the default token stays on this machine
 
 def cmd_get(a):
     "get: on stdout the lines asked for, as stored (`get FILE > copy` copies a whole file); the context and what was left out on stderr"
-    from qmd_nb.docs import get
+    from qmd_nb.engine.documents import get
     d = get(_store(a), a.file, a.from_line, a.max_lines, a.line_numbers)
     if _fmt(a) == 'json': return _json(d)
     if d.context: print(f"Context: {d.context}".replace('\n\n', ' / '), file=sys.stderr)
@@ -169,15 +169,15 @@ def cmd_get(a):
 
 def cmd_multi_get(a):
     "multi-get"
-    from qmd_nb.docs import multi_get
-    from qmd_nb.format import format_multi
+    from qmd_nb.engine.documents import multi_get
+    from qmd_nb.engine.format import format_multi
     print(format_multi(multi_get(_store(a), a.pattern, a.max_lines, a.max_bytes, a.line_numbers), _fmt(a)))
 
 def cmd_status(a):
     "status"
-    from qmd_nb.docs import status
-    from qmd_nb.format import status_cli
-    from qmd_nb.config import UsageError
+    from qmd_nb.engine.documents import status
+    from qmd_nb.engine.format import status_cli
+    from qmd_nb.engine.errors import UsageError
     st = _store(a)
     try: fp = _embedder(st, a).fingerprint
     except UsageError as e: fp = None; print(f"Warning: {e}", file=sys.stderr)
@@ -187,9 +187,9 @@ def cmd_status(a):
 
 def cmd_eval(a):
     "eval"
-    from qmd_nb.eval import evaluate, known_item
-    from qmd_nb.hybrid import QueryParams
-    from qmd_nb.config import UsageError
+    from qmd_nb.notebook.eval import evaluate, known_item
+    from qmd_nb.engine.hybrid import QueryParams
+    from qmd_nb.engine.errors import UsageError
     ki_file = getattr(a, 'known_item', None)
     if (getattr(a, 'dir', None) is None) == (ki_file is None): raise UsageError("eval needs a BEIR folder or --known-item FILE (one of them)")
     if ki_file:
@@ -205,12 +205,12 @@ def cmd_eval(a):
 
 # %% ../nbs/90_cli.ipynb #45d6f70c
 def _embedder(st, a):
-    from qmd_nb.embed import get_embedder
+    from qmd_nb.engine.embed import get_embedder
     return get_embedder(st.config.settings, a.env)
 
 def cmd_embed(a):
     "embed"
-    from qmd_nb.vectors import embed
+    from qmd_nb.engine.vectors import embed
     st = _store(a)
     if _hint(st): return 0
     s = embed(st, _embedder(st, a), force=a.force, collections=a.collection)
@@ -222,7 +222,7 @@ def cmd_embed(a):
 
 def cmd_vsearch(a):
     "vsearch"
-    from qmd_nb.vectors import vsearch
+    from qmd_nb.engine.vectors import vsearch
     if a.mode == 'server': res = _remote(a, 'vsearch')
     else:
         st = _store(a)
@@ -231,9 +231,9 @@ def cmd_vsearch(a):
 
 def cmd_query(a):
     "query"
-    from qmd_nb.hybrid import query, QueryParams
+    from qmd_nb.engine.hybrid import query, QueryParams
     if a.mode == 'server':
-        if a.set: from qmd_nb.config import UsageError; raise UsageError("--set works in local mode only (the server uses its own settings)")
+        if a.set: from qmd_nb.engine.config import UsageError; raise UsageError("--set works in local mode only (the server uses its own settings)")
         res = _remote(a, 'query', rerank=not a.no_rerank, explain=a.explain)
     else:
         st = _store(a)
@@ -258,7 +258,7 @@ def _score(s):
 def _sub(sp, name, func, help, **kw):
     p = sp.add_parser(name, help=help, description=help, **kw); p.set_defaults(func=func); return p
 
-RESULT_FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files') # as qmd_nb.format.FORMATS (not imported: parsing stays light)
+RESULT_FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files') # as qmd_nb.engine.format.FORMATS (not imported: parsing stays light)
 
 def _format_args(p, choices:tuple=('cli', 'json')):
     "`--format` and its alias `--json`: every command that prints results or data takes both."
@@ -269,7 +269,7 @@ def _format_args(p, choices:tuple=('cli', 'json')):
 def _collection_parsers(sp):
     c = _sub(sp, 'collection', cmd_collection, 'Manage collections (folders that are indexed)')
     cs = c.add_subparsers(dest='action', required=True, metavar='ACTION')
-    from qmd_nb.config import DEFAULT_MASK
+    from qmd_nb.engine.config import DEFAULT_MASK
     p = _format_args(cs.add_parser('add', help='Add a folder and index it')); p.add_argument('path')
     p.add_argument('--name', help="collection name (default: the folder's name)")
     p.add_argument('--mask', default=DEFAULT_MASK, help=f"glob(s), comma-separated (default: {DEFAULT_MASK}, every kind qmd-nb reads)")
@@ -319,12 +319,12 @@ def _search_parsers(sp):
 
 def cmd_mcp(a):
     "mcp: the MCP server over stdio"
-    from qmd_nb.serve import serve
+    from qmd_nb.serve.server import serve
     serve(_engine(a), 'mcp', tools=_csv_list(a.tools) or ['qmd'], watch=a.watch)
 
 def _engine(a):
     "The engine a server answers from, with the owner's limits and permissions."
-    from qmd_nb.tools import Engine
+    from qmd_nb.engine.api import Engine
     e = Engine(_store(a))
     e.allow_private_urls = getattr(a, 'allow_private_urls', False)
     if getattr(a, 'request_timeout', None): e.request_timeout = a.request_timeout
@@ -333,15 +333,15 @@ def _engine(a):
 def cmd_serve(a):
     "serve: MCP over stdio, REST + MCP over HTTP, or both"
     if a.transport == 'mcp': return cmd_mcp(a)
-    from qmd_nb.serve import serve
+    from qmd_nb.serve.server import serve
     serve(_engine(a), a.transport, a.host, a.port, _csv_list(a.allowed_origins), _csv_list(a.allowed_hosts), _csv_list(a.tools) or ['qmd'],
           auth=not a.no_auth, oauth=not a.no_oauth, allow_paths=a.allow_path or [], cert=a.cert, key=a.key, public_url=a.public_url,
           client_timeout=a.client_timeout, watch=a.watch)
 
 def cmd_mcp_config(a):
     "mcp-config: ready-to-paste client configurations"
-    from qmd_nb.serve import mcp_config, qmd_exe
-    from qmd_nb.auth import TokenStore, token_dir, default_token
+    from qmd_nb.serve.server import mcp_config, qmd_exe
+    from qmd_nb.engine.auth import TokenStore, token_dir, default_token
     env = os.environ if a.env is None else a.env
     print(mcp_config(qmd_exe(), a.index, env.get('QMD_NB_HOME'), a.port, env.get('QMD_NB_TOKEN') or default_token(TokenStore(token_dir(a.env))), a.url))
 
@@ -398,7 +398,7 @@ def _tools_arg(p):
                    help='MCP tool profiles to expose, comma-separated: qmd, vectordb, mdq, recall, ldims (default: qmd)')
     return p
 
-SORTS = ('created_at', '-created_at', 'updated_at', '-updated_at') # as qmd_nb.filter.SORTS (not imported: numpy would slow start-up)
+SORTS = ('created_at', '-created_at', 'updated_at', '-updated_at') # as qmd_nb.engine.filter.SORTS (not imported: numpy would slow start-up)
 
 def _filter_args(p):
     g = p.add_argument_group('metadata filters', 'applied before the top results are cut')
@@ -439,16 +439,16 @@ def _vector_parsers(sp):
 
 def cmd_ingest(a):
     "ingest: one file or URL into a library"
-    from qmd_nb.ingest import ingest
+    from qmd_nb.engine.ingest import ingest
     meta = _json_object(a.metadata, '--metadata') if a.metadata else None
     r = ingest(_store(a), a.source, a.library, meta, allow_private=a.allow_private_urls)
     if _fmt(a) == 'json': _json(r)
     else:
-        from qmd_nb.format import plural
+        from qmd_nb.engine.format import plural
         print(f"{r.status}: {r.source} -> {r.file} ({plural(r.chunk_count, 'chunk')}, doc_id {r.doc_id})")
 
 def _json_object(text:str, flag:str) -> dict:
-    from qmd_nb.config import UsageError
+    from qmd_nb.engine.errors import UsageError
     try: v = json.loads(text)
     except json.JSONDecodeError as e: raise UsageError(f"{flag}: not valid JSON: {e}") from None
     if not isinstance(v, dict): raise UsageError(f"{flag}: must be a JSON object, like '{{\"project\": \"apollo\"}}'")
@@ -456,8 +456,8 @@ def _json_object(text:str, flag:str) -> dict:
 
 def cmd_source(a):
     "source add|list|remove (the mdq profile's sources: collections with descriptions)"
-    from qmd_nb import mdq
-    from qmd_nb.format import plural
+    from qmd_nb.profiles import mdq
+    from qmd_nb.engine.format import plural
     st = _store(a)
     if a.action == 'add':
         s = mdq.add_source(st, a.source, a.description, force=a.force)
@@ -501,7 +501,7 @@ def _when(t) -> str:
 
 def cmd_token(a):
     "token create|list|revoke"
-    from qmd_nb.auth import TokenStore, token_dir
+    from qmd_nb.engine.auth import TokenStore, token_dir
     ts = TokenStore(token_dir(a.env))
     if a.action == 'create':
         secret, r = ts.create(a.scope, _csv_list([a.collections]) if a.collections is not None else None, a.expires, a.name)
@@ -535,7 +535,7 @@ def main(argv:list[str]|None=None, # arguments (default: sys.argv[1:])
         ) -> int:
     "Run the `qmd-nb` command line; returns the exit code."
     import sqlite3
-    from qmd_nb.config import QmdError, storage_error
+    from qmd_nb.engine.errors import QmdError, storage_error
     a = build_parser().parse_args(argv)
     if argv is None: os.umask(0o077) # the `qmd-nb` process: the index and its copies of documents are the owner's alone
     a.env = env

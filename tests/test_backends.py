@@ -5,12 +5,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qmd_nb.store import Store
-from qmd_nb.index import add_collection
-from qmd_nb.embed import HashEmbedder
-from qmd_nb.vectors import embed
-from qmd_nb.hybrid import query, QueryParams
-from qmd_nb.config import QmdError
+from qmd_nb.engine.store import Store
+from qmd_nb.engine.index import add_collection
+from qmd_nb.engine.embed import HashEmbedder
+from qmd_nb.engine.vectors import embed
+from qmd_nb.engine.hybrid import query, QueryParams
+from qmd_nb.engine.errors import QmdError
 
 @pytest.fixture
 def store(tmp_path, notes):
@@ -68,13 +68,13 @@ def test_endpoint_down_is_a_clear_error(store):
 
 def test_local_cross_encoder(store, tmp_path, monkeypatch):
     from sentence_transformers import CrossEncoder
-    from qmd_nb.chunk import model_dir
+    from qmd_nb.engine.chunk import model_dir
     folder = tmp_path/'ce'
     CrossEncoder(model_dir(), num_labels=1, device='cpu').save(str(folder)) # a cross-encoder built here, from the bundled weights
     monkeypatch.setenv('QMD_NB_RERANK_MODEL', str(folder))
     res = query(store, HashEmbedder(), 'rsync copy files NAS', params=QueryParams(rerank='cross-encoder'), explain=True)
-    from qmd_nb.rerank import candidates
-    from qmd_nb.docs import find_doc
+    from qmd_nb.engine.rerank import candidates
+    from qmd_nb.engine.documents import find_doc
     c = candidates(store, [find_doc(store, res[0].file)])[0]
     expected = float(np.ravel(CrossEncoder(str(folder), device='cpu').predict([('rsync copy files NAS', f'{c.title}\n{c.text}'[:2000])]))[0])
     assert abs(res[0].explain['rerank'] - expected) < 1e-3 # the pipeline's rerank score is the cross-encoder's

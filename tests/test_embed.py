@@ -4,8 +4,8 @@ from pathlib import Path
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 import numpy as np
 import pytest
-from qmd_nb.chunk import model_dir
-from qmd_nb.embed import HashEmbedder, OpenVINOEmbedder, TorchEmbedder, get_embedder
+from qmd_nb.engine.chunk import model_dir
+from qmd_nb.engine.embed import HashEmbedder, OpenVINOEmbedder, TorchEmbedder, get_embedder
 
 MODELS = Path(tempfile.gettempdir())/'qmd-nb-test-models' # converted model, reused between runs
 TEXTS = ['How do I rebuild the search index after editing notes?',
@@ -111,7 +111,7 @@ def test_converts_into_empty_cache(tmp_path, reference, capfd):
     assert (Path(q._ir()).parent/'model.bin').exists() and not list(Path(q._ir()).parent.glob('tmp-*'))
 
 def test_bad_precision():
-    from qmd_nb.config import UsageError
+    from qmd_nb.engine.errors import UsageError
     with pytest.raises(UsageError, match="Unknown embedding precision 'fp8'"): get_embedder({'embed_precision': 'fp8'}, env={}, cache_dir=MODELS)
     with pytest.raises(UsageError, match='not available with the torch backend'): get_embedder({'embed_precision': 'int8', 'embed_backend': 'torch'}, env={})
 
@@ -119,11 +119,11 @@ def test_hash_embedder_deterministic():
     texts = ['BM25 ranks documents', 'embeddings place similar texts nearby']
     a = HashEmbedder().embed_docs(texts)
     assert np.array_equal(a, HashEmbedder().embed_docs(texts))
-    code = 'from qmd_nb.embed import HashEmbedder; print(HashEmbedder().embed_docs(["BM25 ranks documents"])[0].tolist())'
+    code = 'from qmd_nb.engine.embed import HashEmbedder; print(HashEmbedder().embed_docs(["BM25 ranks documents"])[0].tolist())'
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True, encoding='utf-8').stdout
     assert np.allclose(eval(out), a[0]) # no salted hash(): same vector in another process
 
 def test_import_is_cheap():
-    code = 'import sys, qmd_nb.embed; print(sorted(m for m in ("torch", "sentence_transformers", "openvino", "transformers") if m in sys.modules))'
+    code = 'import sys, qmd_nb.engine.embed; print(sorted(m for m in ("torch", "sentence_transformers", "openvino", "transformers") if m in sys.modules))'
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True, encoding='utf-8').stdout
     assert out.strip() == '[]'

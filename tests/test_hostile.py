@@ -107,7 +107,7 @@ def test_owner_allows_private_urls_and_credentials_are_not_kept(qmd, notes, web)
     assert 's3cret' not in dump and 'ana:' not in dump
 
 def test_fetch_deadline_covers_dripped_headers(web):
-    from qmd_nb.ingest import fetch_url, FetchError
+    from qmd_nb.engine.ingest import fetch_url, FetchError
     for path in ('/drip', '/drip-forever', '/drip-body'): # cut in the status line, in the headers, in a body of no stated length
         t = time.monotonic()
         with pytest.raises(FetchError, match='timed out'): fetch_url(f'http://127.0.0.1:{web}{path}', timeout=2, allow_private=True)
@@ -182,7 +182,7 @@ def test_reads_work_in_an_ascii_locale(qmd, notes):
     "What the model's load does to the process for half a second: LC_CTYPE=C (ASCII). Every read names its encoding."
     qmd('collection', 'add', notes, '--name', 'notes')
     code = ("import locale, sys; locale.setlocale(locale.LC_ALL, 'C'); assert locale.getencoding() in ('ANSI_X3.4-1968', 'ascii'), locale.getencoding()\n"
-            "from qmd_nb.store import Store; from qmd_nb.search import search; from qmd_nb.docs import get, status\n"
+            "from qmd_nb.engine.store import Store; from qmd_nb.engine.search import search; from qmd_nb.engine.documents import get, status\n"
             "st = Store(env={'QMD_NB_HOME': sys.argv[1]})\n"
             "print(search(st, '東京')[0].file, search(st, 'café')[0].file, get(st, 'cooking/café.md').title, status(st).total_documents)")
     r = subprocess.run([sys.executable, '-c', code, str(qmd.home)], capture_output=True, text=True, encoding='utf-8', timeout=120)
@@ -193,7 +193,7 @@ def test_no_error_while_the_model_loads(qmd, notes):
     "Reads during the embedding model's load, which switches the process's locale to ASCII for a moment: none fails."
     qmd('collection', 'add', notes, '--name', 'notes')
     code = ("import locale, sys, threading\n"
-            "from qmd_nb.store import Store; from qmd_nb.search import search; from qmd_nb.docs import get; from qmd_nb.tools import Engine\n"
+            "from qmd_nb.engine.store import Store; from qmd_nb.engine.search import search; from qmd_nb.engine.documents import get; from qmd_nb.engine.api import Engine\n"
             "env = {'QMD_NB_HOME': sys.argv[1]}; e = Engine(Store(env=env)).start_loading()\n"
             "seen, n, errors = set(), 0, []\n"
             "while not e._ready.is_set():\n"
@@ -541,8 +541,8 @@ def test_no_orphan_content_after_an_interrupted_update(qmd, notes):
 
 def test_interrupted_job_tells_the_truth(qmd, notes, web):
     "A job killed with its server before its document was committed reads as failed (bench/bench_faults.py kills them at every stage)."
-    from qmd_nb.store import Store
-    from qmd_nb.ingest import job_status
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.ingest import job_status
     qmd('collection', 'add', notes, '--name', 'notes')
     s = Server(qmd, '--allow-private-urls')
     jid = s.post('/ingest', {'source': f'http://127.0.0.1:{web}/slow.html', 'library': 'web', 'background': True}).json()['id']
@@ -602,7 +602,7 @@ def _fuzz_lines(rng) -> list[bytes]:
 def test_stdio_fuzz_every_error_answered(qmd, notes):
     "Malformed JSON-RPC over stdio: each line that is no valid message is answered with an error, requests get an answer, and the server lives on."
     import random
-    from qmd_nb.stdio import rpc_problem
+    from qmd_nb.serve.stdio import rpc_problem
     qmd('collection', 'add', notes, '--name', 'notes')
     p = subprocess.Popen([QMD_BIN, 'mcp'], env=qmd.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _rpc(p, {'jsonrpc': '2.0', 'id': 'init', 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'fuzz', 'version': '1'}}})

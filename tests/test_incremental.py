@@ -19,11 +19,11 @@ def _copy_pages(dst:Path, n:int, seed:int=0) -> list[Path]:
 
 def _top10(st) -> dict:
     "query -> [(path, score)] of the keyword top 10, with every copy shown."
-    from qmd_nb.search import search
+    from qmd_nb.engine.search import search
     return {q: [(r.path, round(r.score, 6)) for r in search(st, q, 10, collapse=False)] for q in QUERIES}
 
 def _store(home:Path):
-    from qmd_nb.store import Store
+    from qmd_nb.engine.store import Store
     return Store(env={'QMD_NB_HOME': str(home)})
 
 def _edit(pages:list[Path], root:Path, rng:random.Random, step:int):
@@ -36,8 +36,8 @@ def _edit(pages:list[Path], root:Path, rng:random.Random, step:int):
 
 def test_incremental_equals_fresh_build(tmp_path):
     "Twelve rounds of edits, deletions, additions and renames, each applied as a segment: top 10 and scores equal a fresh build's."
-    from qmd_nb.index import add_collection, update
-    from qmd_nb.keyword import keyword_index, load_commit, refresh
+    from qmd_nb.engine.index import add_collection, update
+    from qmd_nb.engine.keyword import keyword_index, load_commit, refresh
     root = tmp_path/'pages'; pages = _copy_pages(root, 1500)
     st = _store(tmp_path/'inc'); add_collection(st, root, name='p', progress=False)
     rng, seen = random.Random(1), set()
@@ -63,11 +63,11 @@ def test_incremental_equals_fresh_build(tmp_path):
 def test_incremental_scores_equal_rank_bm25(tmp_path):
     "After incremental updates, BM25F scores still equal rank-bm25's over the current catalog (the oracle)."
     from rank_bm25 import BM25Okapi
-    from qmd_nb.index import add_collection, update
-    from qmd_nb.keyword import keyword_index, lucene_idf, _rows, BM25Params
-    from qmd_nb.segment import _doc_tokens
-    from qmd_nb.fields import plain_terms
-    from qmd_nb.text import Analyzer
+    from qmd_nb.engine.index import add_collection, update
+    from qmd_nb.engine.keyword import keyword_index, lucene_idf, _rows, BM25Params
+    from qmd_nb.engine.segment import _doc_tokens
+    from qmd_nb.engine.fields import plain_terms
+    from qmd_nb.engine.text import Analyzer
     root = tmp_path/'pages'; pages = _copy_pages(root, 400, seed=2)
     st = _store(tmp_path/'home'); add_collection(st, root, name='p', progress=False)
     rng = random.Random(3)
@@ -86,8 +86,8 @@ def test_incremental_scores_equal_rank_bm25(tmp_path):
 WRITER = """
 import sys, time
 from pathlib import Path
-from qmd_nb.store import Store
-from qmd_nb.index import update
+from qmd_nb.engine.store import Store
+from qmd_nb.engine.index import update
 st = Store(env={'QMD_NB_HOME': sys.argv[1]}); root = Path(sys.argv[2])
 for i in range(10_000):
     for p in sorted(root.glob('*.md'))[i % 7::97]: p.write_text(p.read_text() + f'\\nround {i} archive words\\n')
@@ -96,8 +96,8 @@ for i in range(10_000):
 
 def test_writer_killed_at_any_moment(tmp_path):
     "A writer killed (SIGKILL) at random moments leaves a commit readers can load, and the next update brings it level with a fresh build."
-    from qmd_nb.index import add_collection, update
-    from qmd_nb.keyword import keyword_index, load_commit, refresh
+    from qmd_nb.engine.index import add_collection, update
+    from qmd_nb.engine.keyword import keyword_index, load_commit, refresh
     root = tmp_path/'pages'; _copy_pages(root, 600, seed=4)
     home = tmp_path/'home'; st = _store(home); add_collection(st, root, name='p', progress=False)
     rng = random.Random(5)
@@ -115,13 +115,13 @@ def test_writer_killed_at_any_moment(tmp_path):
 
 def test_search_does_not_wait_for_a_writer(tmp_path):
     "While another process holds the write lock (a long update), a search process answers from the last commit at once."
-    from qmd_nb.index import add_collection
+    from qmd_nb.engine.index import add_collection
     root = tmp_path/'pages'; pages = _copy_pages(root, 200, seed=6)
     home = tmp_path/'home'; st = _store(home); add_collection(st, root, name='p', progress=False)
     pages[0].write_text('# changed\n\nnot yet indexed\n', encoding='utf-8')
     holder = subprocess.Popen([sys.executable, '-c', f"""
 import time
-from qmd_nb.store import Store
+from qmd_nb.engine.store import Store
 st = Store(env={{'QMD_NB_HOME': {str(home)!r}}})
 with st.writing():
     print('locked', flush=True); time.sleep(30)

@@ -4,11 +4,11 @@ about from another process."""
 import io, json, subprocess, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
-from qmd_nb.store import Store
-from qmd_nb.convert import convert_many, page_of
-from qmd_nb.ingest import ingest, fetch_url, FetchError, start_ingest, job_status, wait_job, delete_document, doc_uuid
-from qmd_nb.docs import status
-from qmd_nb.config import UsageError
+from qmd_nb.engine.store import Store
+from qmd_nb.engine.convert import convert_many, page_of
+from qmd_nb.engine.ingest import ingest, fetch_url, FetchError, start_ingest, job_status, wait_job, delete_document, doc_uuid
+from qmd_nb.engine.documents import status
+from qmd_nb.engine.errors import UsageError
 
 MASK = '**/*.md,**/*.txt,**/*.pdf,**/*.docx,**/*.html'
 
@@ -151,7 +151,7 @@ def test_ingest_urls(server, tmp_path):
     assert ingest(st, server + '/spec', 'web', allow_private=True).status == 'skipped'
     g = ingest(st, server + '/old', 'web', allow_private=True)
     assert (g.status, g.file) == ('indexed', 'web/guide.html')
-    from qmd_nb.search import search
+    from qmd_nb.engine.search import search
     hits = search(st, 'capybara protocol')
     assert hits[0].file == 'web/spec.pdf' and hits[0].page == 1
     with pytest.raises(FetchError): ingest(st, server + '/logo.png', 'web', allow_private=True)
@@ -162,7 +162,7 @@ def test_jobs_seen_from_another_process(tmp_path, docs_dir):
     bad = start_ingest(st, str(docs_dir/'scan.pdf'), 'jobs')
     assert job_status(st, jid).state in ('processing', 'done')
     assert wait_job(st, jid, 60).state == 'done' and wait_job(st, bad, 60).state == 'failed'
-    code = ("import sys, json; from qmd_nb.store import Store; from qmd_nb.ingest import job_status;"
+    code = ("import sys, json; from qmd_nb.engine.store import Store; from qmd_nb.engine.ingest import job_status;"
             "st = Store(env={'QMD_NB_HOME': sys.argv[1]}); print(json.dumps([job_status(st, j).__dict__ for j in sys.argv[2:]], default=lambda o: o.__dict__))")
     out = json.loads(subprocess.run([sys.executable, '-c', code, str(home), jid, bad], capture_output=True, text=True, check=True, encoding='utf-8').stdout)
     assert out[0]['state'] == 'done' and out[0]['result']['doc_id'] == doc_uuid('jobs', 'report.pdf')

@@ -28,16 +28,16 @@ SETTINGS = [{}, {'rerank': 'none'}, {'expansion': 'prf'}, {'fusion': 'rrf', 'rrf
 
 @pytest.fixture(scope='module')
 def subset(tmp_path_factory):
-    from qmd_nb.lab import beir_lab
+    from qmd_nb.notebook.lab import beir_lab
     root = tmp_path_factory.mktemp('lab')
     folder, env = scifact_subset(root/'scifact-200'), {**os.environ, 'QMD_NB_HOME': str(root/'home')} # embedding it and its windows: most of the time
     return folder, env, beir_lab(folder, env, progress=False)
 
 @pytest.mark.parametrize('over', SETTINGS, ids=lambda s: ','.join(f'{k}={v}' for k, v in s.items()) or 'defaults')
 def test_lab_equals_evaluate(subset, over):
-    from qmd_nb.lab import lab_metrics
-    from qmd_nb.eval import evaluate
-    from qmd_nb.hybrid import QueryParams
+    from qmd_nb.notebook.lab import lab_metrics
+    from qmd_nb.notebook.eval import evaluate
+    from qmd_nb.engine.hybrid import QueryParams
     folder, env, cache = subset
     p = QueryParams().updated(**over)
     ev = evaluate(folder, 'query', env, p, progress=False)
@@ -48,8 +48,8 @@ def test_lab_equals_evaluate(subset, over):
 
 def test_lab_equals_eval_command(subset):
     "The command line the lab shows prints the lab's numbers."
-    from qmd_nb.lab import lab_metrics, eval_command
-    from qmd_nb.hybrid import QueryParams
+    from qmd_nb.notebook.lab import lab_metrics, eval_command
+    from qmd_nb.engine.hybrid import QueryParams
     folder, env, cache = subset
     p = QueryParams().updated(fusion='rrf', rrf_k=30.0, rerank_top=20)
     cmd = eval_command(p, folder).split()[1:] + ['--json']
@@ -59,22 +59,22 @@ def test_lab_equals_eval_command(subset):
 
 def test_apply_reaches_query_command(subset, tmp_path):
     "What the lab applies is what `qmd-nb query` then uses (read back through QueryParams.from_settings)."
-    from qmd_nb.lab import apply_params
-    from qmd_nb.store import Store
-    from qmd_nb.hybrid import QueryParams
+    from qmd_nb.notebook.lab import apply_params
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.hybrid import QueryParams
     env = {**os.environ, 'QMD_NB_HOME': str(tmp_path/'home')}
     p = QueryParams().updated(fusion='rrf', rrf_k=25.0, rerank_top=30, expansion='prf')
     apply_params(Store(env=env), p)
-    code = "from qmd_nb.store import Store; from qmd_nb.hybrid import QueryParams; print(QueryParams.from_settings(Store().config.settings) == " \
+    code = "from qmd_nb.engine.store import Store; from qmd_nb.engine.hybrid import QueryParams; print(QueryParams.from_settings(Store().config.settings) == " \
            "QueryParams().updated(fusion='rrf', rrf_k=25.0, rerank_top=30, expansion='prf'))"
     assert subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True, encoding='utf-8').stdout.strip() == 'True'
 
 @pytest.mark.skipif(not os.environ.get('QMD_NB_SCIFACT_HOME'), reason="set QMD_NB_SCIFACT_HOME to a home with SciFact's eval store (embedding it takes ~5 min)")
 def test_scifact_defaults_equal_evaluate():
     "Full SciFact (809 train queries), default parameters and RRF: the lab's numbers are evaluate's."
-    from qmd_nb.lab import beir_lab, lab_metrics
-    from qmd_nb.eval import evaluate
-    from qmd_nb.hybrid import QueryParams
+    from qmd_nb.notebook.lab import beir_lab, lab_metrics
+    from qmd_nb.notebook.eval import evaluate
+    from qmd_nb.engine.hybrid import QueryParams
     env = {**os.environ, 'QMD_NB_HOME': os.environ['QMD_NB_SCIFACT_HOME']}
     cache = beir_lab(SCIFACT, env, progress=False)
     for p in (QueryParams(), QueryParams().updated(fusion='rrf', expansion='prf')):

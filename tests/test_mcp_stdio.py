@@ -44,7 +44,7 @@ def test_stdio_contract(qmd, notes):
     assert o['doc'].contents[0].text.split('\n')[0] == '1: # Pasta'
     assert o['prompt'].messages[0].content.text.startswith('# QMD - Quick Markdown Search')
 
-# -- the handshake answered before the SDK is imported (qmd_nb.stdio) ---------------------------------------------------
+# -- the handshake answered before the SDK is imported (qmd_nb.serve.stdio) ---------------------------------------------------
 
 def _run_raw(env, *msgs) -> tuple[list[dict], str]:
     "Start `qmd-nb mcp`, send `msgs` all at once (no waiting between them), collect one answer per request; (answers, stderr)."

@@ -35,7 +35,7 @@ def library(qmd, tmp_path):
     return root
 
 def doc_id(path): 
-    from qmd_nb.ingest import doc_uuid
+    from qmd_nb.engine.ingest import doc_uuid
     return doc_uuid('library', path)
 
 def test_ldims_contract(qmd, library):
@@ -103,7 +103,7 @@ def test_ldims_errors(qmd, library):
 def test_ldims_timeout_and_backend_error(qmd, library):
     t = asyncio.run(_session(qmd, lambda c: search(c, {'query': 'sales'}), env={'MCP_REQUEST_TIMEOUT_SECONDS': '0.000001'}))
     assert t['isError'] and t['errorCode'] == 'SEARCH_TIMEOUT' and t['errorMessage'].startswith('The search operation timed out')
-    from qmd_nb.store import Store
+    from qmd_nb.engine.store import Store
     async def broken(c):
         assert (await search(c, {'query': 'sales'}))['totalMatches'] == 2
         with sqlite3.connect(Store(env=qmd.env).paths.db) as db: db.execute("DROP TABLE documents")

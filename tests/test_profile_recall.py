@@ -24,7 +24,7 @@ def call(c, name, args):
     return go()
 
 def catalog(qmd):
-    from qmd_nb.store import Store
+    from qmd_nb.engine.store import Store
     return Store(env=qmd.env).paths.db
 
 def counts(qmd) -> dict:

@@ -77,7 +77,7 @@ def test_vectordb_contract(qmd, tmp_path, web):
             ('get_document', {'doc_id': '00000000-0000-0000-0000-000000000000'}), ('delete_document', {'doc_id': o['txt'].structured_content['doc_id']}),
             ('delete_document', {'doc_id': doc_uuid('notes', 'ideas.md')}), ('delete_document', {'doc_id': None})]]
         return o
-    from qmd_nb.ingest import doc_uuid
+    from qmd_nb.engine.ingest import doc_uuid
     o = asyncio.run(_session(qmd, run))
     assert set(o['tools']) == {'ingest_file', 'ingest_url', 'search', 'list_documents', 'list_libraries', 'delete_document', 'get_document'}
     s = o['md'].structured_content

@@ -19,8 +19,8 @@ def test_tldr_known_item_mrr(tmp_path):
 
 def _pages(tmp_path, n=400):
     "A store over the first n tldr pages of common/."
-    from qmd_nb.store import Store
-    from qmd_nb.index import add_collection
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.index import add_collection
     src = sorted((DATA/'tldr-pages'/'common').glob('*.md'))[:n]
     root = tmp_path/'pages'; root.mkdir()
     for p in src: (root/p.name).write_bytes(p.read_bytes())
@@ -31,10 +31,10 @@ def _pages(tmp_path, n=400):
 def test_bm25f_equals_rank_bm25_on_real_pages(tmp_path):
     "With whole field weights, our BM25F scores are rank-bm25's BM25 over each field repeated that many times (the oracle)."
     from rank_bm25 import BM25Okapi
-    from qmd_nb.keyword import keyword_index, BM25Params, lucene_idf, _rows
-    from qmd_nb.segment import _doc_tokens
-    from qmd_nb.fields import FIELDS, MARKS, MARK_WORDS
-    from qmd_nb.text import Analyzer
+    from qmd_nb.engine.keyword import keyword_index, BM25Params, lucene_idf, _rows
+    from qmd_nb.engine.segment import _doc_tokens
+    from qmd_nb.engine.fields import FIELDS, MARKS, MARK_WORDS
+    from qmd_nb.engine.text import Analyzer
     st, _ = _pages(tmp_path)
     class Lucene(BM25Okapi):
         def _calc_idf(s, nd): s.idf = {w: float(lucene_idf(f, s.corpus_size)) for w, f in nd.items()}
@@ -56,8 +56,8 @@ def test_bm25f_equals_rank_bm25_on_real_pages(tmp_path):
 
 def test_chunks_fit_the_model_on_real_pages():
     "Every chunk of real markdown, with its title and headings, fits in the model's 256 word pieces."
-    from qmd_nb.chunk import chunk_lines, wordpiece_counter
-    from qmd_nb.text import split_front_matter, doc_title
+    from qmd_nb.engine.chunk import chunk_lines, wordpiece_counter
+    from qmd_nb.engine.text import split_front_matter, doc_title
     count = wordpiece_counter()
     files = sorted((DATA/'tldr-pages').rglob('*.md'))[:300]
     texts = [p.read_text(encoding='utf-8') for p in files]

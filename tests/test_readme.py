@@ -105,4 +105,4 @@ def test_tour_runs_from_the_root():
     shown = readme.split('```python\n', 1)[1].split('\n```\n\n```\n', 1)[1].split('\n```', 1)[0]
     r = subprocess.run([str(ROOT/'.venv'/'bin'/'python'), '-c', code], cwd=ROOT, capture_output=True, text=True, encoding='utf-8', timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == shown.strip() and len(list((ROOT/'nbs').glob('[0-9]*.ipynb'))) == int(shown.split()[0])
+    assert r.stdout.strip() == shown.strip() and len(list((ROOT/'nbs').rglob('[0-9]*.ipynb'))) == int(shown.split()[0])

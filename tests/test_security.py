@@ -122,16 +122,16 @@ def world(tmp_path_factory):
     tok['expired'] = qmd('token', 'create', '--scope', 'admin', '--expires', '1h', '--name', 'expired').stdout.strip()
     tok['revoked'] = qmd('token', 'create', '--scope', 'admin', '--name', 'revoked').stdout.strip()
     qmd('token', 'revoke', 'revoked')
-    from qmd_nb.auth import TokenStore
+    from qmd_nb.engine.auth import TokenStore
     TokenStore(base/'home'/'config').update(lambda d: [t.update(expires=time.time() - 60) for t in d['tokens'] if t['name'] == 'expired'])
     tok['none'], tok['garbage'] = None, 'qmdnb_deadbeef_' + 'A' * 43
-    from qmd_nb.ingest import doc_uuid
-    from qmd_nb.store import Store
+    from qmd_nb.engine.ingest import doc_uuid
+    from qmd_nb.engine.store import Store
     st = Store(env={'QMD_NB_HOME': str(base/'home')})
     vault_hash = st.q("SELECT hash FROM documents WHERE collection='vault7'")[0][0]
     st.close()
     # an experience record (recall), which belongs to no collection
-    from qmd_nb.recall import Recall, submit_experience
+    from qmd_nb.profiles.experiences import Recall, submit_experience
     st = Store(env={'QMD_NB_HOME': str(base/'home')})
     assert submit_experience(Recall(st), title=f"rsync plans {MARK['exp']}", problem_description='rsync fails', solution='retry').success
     st.close()

@@ -358,7 +358,7 @@ def test_default_token_made_once_by_racing_processes(tmp_path):
     toks = {m for o in outs for m in re.findall(r'Bearer (qmdnb_\w+_[\w-]{43})', o)}
     t.check('one token', len(toks), 1, str(toks))
     t.check('the file holds it', (q.home/'config'/'token').read_text(encoding='utf-8').strip() in toks, True)
-    from qmd_nb.auth import TokenStore
+    from qmd_nb.engine.auth import TokenStore
     t.check('valid', TokenStore(q.home/'config').verify(next(iter(toks))) is not None, True)
     t.done()
 
@@ -438,7 +438,7 @@ def test_file_swapped_for_a_link_while_queued_is_not_read(world):
 def test_default_token_goes_to_loopback_servers_only(tmp_path):
     "Finding 13: `qmd-nb search --server URL` sent the unlimited default token to any server named; now only to loopback addresses."
     t = Tally("13. default token stays on this machine")
-    from qmd_nb.auth import TokenStore, default_token, client_token, token_dir
+    from qmd_nb.engine.auth import TokenStore, default_token, client_token, token_dir
     env = {'QMD_NB_HOME': str(tmp_path/'home')}
     tok = default_token(TokenStore(token_dir(env)))
     for url, want in (('http://127.0.0.1:18765', tok), ('http://127.0.0.2:18765', tok), ('http://localhost:18765', tok), ('http://[::1]:18765', tok),
@@ -450,8 +450,8 @@ def test_default_token_goes_to_loopback_servers_only(tmp_path):
 def test_every_served_tool_has_an_operation():
     "Finding 14: a tool missing from the scope table passed as the generic 'mcp' operation, which any token may do; every tool of every profile maps to one, and the door refuses to start otherwise."
     t = Tally("14. tools in the scope table")
-    from qmd_nb.auth import OPERATIONS
-    from qmd_nb.mcp import PROFILES, profile_tools
+    from qmd_nb.engine.auth import OPERATIONS
+    from qmd_nb.serve.mcp import PROFILES, profile_tools
     for prof in PROFILES:
         for tool in profile_tools(prof): t.check(f'{prof}.{tool}', f'{prof}.{tool}' in OPERATIONS, True)
     t.done()
@@ -460,9 +460,9 @@ def test_every_served_tool_has_an_operation():
 def test_update_reads_only_what_stays_inside(tmp_path):
     "Finding 15: update lists a collection's files, then reads the changed ones: a file nobody swaps for a link to a root-only file in between is not read (nor a FIFO: the update would hang)."
     t = Tally("15. update's reads", forbidden=['ROOTONLY-7070'])
-    from qmd_nb.index import discover, _read, UpdateStats
-    from qmd_nb.config import Collection
-    from qmd_nb.text import Analyzer
+    from qmd_nb.engine.index import discover, _read, UpdateStats
+    from qmd_nb.engine.config import Collection
+    from qmd_nb.engine.text import Analyzer
     secret = Path(tempfile.mkdtemp(prefix='qmd-nb-rootonly-')); (secret/'s.md').write_text('# Root only\n\nROOTONLY-7070\n', encoding='utf-8'); (secret/'s.md').chmod(0o600)
     box = Path(tempfile.mkdtemp(prefix='qmd-nb-coll-')); box.chmod(0o755); os.chown(box, 65534, 65534)
     try:

@@ -110,9 +110,9 @@ def test_incremental_equals_fresh(tmp_path):
     catalog and the keyword ranking a fresh index of the same folder would have (real files from tldr-pages)."""
     import random, shutil
     from conftest import DATA
-    from qmd_nb.store import Store
-    from qmd_nb.index import add_collection, update, update_paths
-    from qmd_nb.search import search
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.index import add_collection, update, update_paths
+    from qmd_nb.engine.search import search
     src = sorted((DATA/'tldr-pages'/'common').glob('*.md'))[:300]
     root = tmp_path/'notes'; root.mkdir()
     for p in src[:200]: shutil.copy(p, root/p.name)

@@ -5,8 +5,8 @@ from conftest import write_tree, NOTES
 
 @pytest.fixture
 def store(tmp_path):
-    from qmd_nb.store import Store
-    from qmd_nb.index import add_collection, add_context
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.index import add_collection, add_context
     root = write_tree(tmp_path/'notes', {k: v for k, v in NOTES.items() if k != 'bad.md'})
     st = Store(env={**os.environ, 'QMD_NB_HOME': str(tmp_path/'home')})
     add_collection(st, root, name='notes', progress=False)
@@ -14,9 +14,9 @@ def store(tmp_path):
     return st
 
 def test_search_widget_keyword_while_model_loads_then_hybrid(store):
-    from qmd_nb.widgets import search_ui
-    from qmd_nb.vectors import embed
-    from qmd_nb.embed import get_embedder
+    from qmd_nb.notebook.widgets import search_ui
+    from qmd_nb.engine.vectors import embed
+    from qmd_nb.engine.embed import get_embedder
     embed(store, get_embedder(store.config.settings), progress=False)
     ui = search_ui(store, query='rsync') # the real model starts loading in a fresh Engine
     assert ui.results and ui.status.value.endswith('(search)') # keyword results at once
@@ -34,7 +34,7 @@ def test_search_widget_keyword_while_model_loads_then_hybrid(store):
     assert ui.limit.value == 1 and len(ui.results) == 1
 
 def test_search_widget_errors_in_place(store):
-    from qmd_nb.widgets import search_ui
+    from qmd_nb.notebook.widgets import search_ui
     ui = search_ui(store, mode='vsearch', query='copies') # no vectors yet
     assert 'embed' in ui.status.value and ui.results == [] and ui.table.value == ''
     ui.mode.value = 'search'; ui.query.value = '"unclosed phrase'
@@ -43,11 +43,11 @@ def test_search_widget_errors_in_place(store):
     assert 'no search terms' in ui.status.value
 
 def test_ranking_lab_on_an_index(store, tmp_path):
-    from qmd_nb.lab import ranking_lab, lab_metrics
-    from qmd_nb.vectors import embed
-    from qmd_nb.embed import get_embedder
-    from qmd_nb.hybrid import QueryParams
-    from qmd_nb.store import Store
+    from qmd_nb.notebook.lab import ranking_lab, lab_metrics
+    from qmd_nb.engine.vectors import embed
+    from qmd_nb.engine.embed import get_embedder
+    from qmd_nb.engine.hybrid import QueryParams
+    from qmd_nb.engine.store import Store
     embed(store, get_embedder(store.config.settings), progress=False)
     jf = tmp_path/'judged.tsv'
     jf.write_text('how do we copy files every night\tnotes/backup.md\nboiling pasta\tnotes/cooking/pasta.md\n'

@@ -51,9 +51,9 @@ def skip_cell(src:str, flags:set[str]) -> bool:
     d = directives(src)
     return bool(flags & set(d)) or d.get('eval', '').lower() == 'false'
 
-SECTIONS = [ # (section, first and last notebook number); tutorials/ come first
-    ('Documents and indexing', 0, 5), ('Search and ranking', 6, 19), ('Serving agents', 20, 29),
-    ('In notebooks', 30, 89), ('Command line', 90, 99)]
+SECTIONS = [ # (section, folder of nbs/); tutorials/ come first, then the packages in the order the imports go
+    ('Engine', 'engine'), ('Tool profiles', 'profiles'), ('Serving agents', 'serve'), ('In notebooks', 'notebook'),
+    ('Command line', '')]
 
 def notebooks() -> list[str]:
     "Every notebook of the site, relative to nbs/ (folders and files starting with `_` or `.` are not pages)."
@@ -66,8 +66,8 @@ def sidebar_yml() -> str:
     nbs, contents = notebooks(), ['index.ipynb']
     tut = [p for p in nbs if p.startswith('tutorials/')]
     if tut: contents.append({'section': 'Tutorials', 'contents': tut})
-    for name, lo, hi in SECTIONS:
-        part = [p for p in nbs if '/' not in p and (m := re.match(r'(\d+)', p)) and lo <= int(m.group(1)) <= hi]
+    for name, folder in SECTIONS:
+        part = [p for p in nbs if str(Path(p).parent).strip('.') == folder and re.match(r'\d+', Path(p).name)]
         if part: contents.append({'section': name, 'contents': part})
     rest = [p for p in nbs if p not in contents and not any(isinstance(c, dict) and p in c['contents'] for c in contents)]
     if rest: contents.append({'section': 'More', 'contents': rest})

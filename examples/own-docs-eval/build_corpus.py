@@ -57,7 +57,7 @@ def sections(nb_path:Path) -> list[dict]:
 
 def corpus(nbs:Path=NBS) -> list[dict]:
     "Every module notebook's sections, in notebook order."
-    return [d for p in sorted(nbs.glob('[0-9]*.ipynb')) for d in sections(p)]
+    return [d for p in sorted(nbs.rglob('[0-9]*.ipynb'), key=lambda p: p.name) for d in sections(p)]
 
 def qrel_ids(path:Path=HERE/'qrels.tsv') -> set[str]:
     lines = path.read_text(encoding='utf-8').splitlines()[1:]
