@@ -14,6 +14,7 @@ from .auth import confine, read_confined
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.engine.search import SearchResult
 from .documents import qmd_uri
+from .catalog import documents, has_vectors
 
 # %% auto #0
 __all__ = ['LIST_PAGE', 'ModelNotLoaded', 'Engine', 'EngineView', 'confine_path', 'client_reader', 'run_vsearch', 'run_query',
@@ -171,7 +172,7 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
     return hybrid_query(engine.store, emb, rq, limit, collection, min_score, p, searches, None if rerank else False, explain, filter, collapse), text
 
 # %% ../../nbs/engine/20_api.ipynb #38eea24f
-def has_vectors_any(store:Store) -> bool: return bool(store.q("SELECT 1 FROM embedded LIMIT 1"))
+def has_vectors_any(store:Store) -> bool: return has_vectors(store) # of any model: hybrid search needs the model then
 
 def current_fingerprint(engine:Engine) -> str|None:
     "The embedding fingerprint, without loading the model (None if the model settings are broken)."
@@ -209,7 +210,6 @@ def list_documents(engine:Engine, cursor:str|None=None, # from the previous page
                   ) -> tuple[list[dict], str|None]:
     "One page of the indexed documents as MCP resources (uri, name, title, mimeType, size), and the cursor of the next page (None: the last)."
     limit = limit or LIST_PAGE
-    rows = engine.store.q("SELECT collection, path, title, size FROM documents WHERE (collection, path) > (?, ?) "
-                          "ORDER BY collection, path LIMIT ?", (*_after(cursor), limit + 1))
-    page = [dict(uri=qmd_uri(f'{c}/{p}'), name=f'{c}/{p}', title=t, mimeType='text/markdown', size=s) for c, p, t, s in rows[:limit]]
-    return page, _cursor(rows[limit - 1][:2]) if len(rows) > limit else None
+    rows = documents(engine.store, after=_after(cursor), limit=limit + 1)
+    page = [dict(uri=qmd_uri(d.file), name=d.file, title=d.title, mimeType='text/markdown', size=d.size) for d in rows[:limit]]
+    return page, _cursor((rows[limit - 1].collection, rows[limit - 1].path)) if len(rows) > limit else None

@@ -18,6 +18,7 @@ from ..engine.format import plural
 from ..engine.api import Engine, has_vectors_any, list_documents
 from ..profiles.qmd import (ToolResult, search_tool, vsearch_tool, query_tool, get_tool, multi_get_tool, status_tool,
                                 read_document, QUERY_GUIDE, instructions)
+from ..engine.catalog import count, doc_paths
 
 # %% ../../nbs/serve/21_mcp.ipynb #159f8876
 class _LazyInit(types.ModuleType):
@@ -125,10 +126,7 @@ def complete_path(store, # the index
     if not slash:
         names = sorted(n + '/' for n in store.config.collections if n.startswith(coll))
         return names[:limit], len(names)
-    where, args = "collection = ? AND path >= ? AND path < ?", (coll, rest, rest + '\U0010ffff')
-    total = store.q(f"SELECT count(*) FROM documents WHERE {where}", args)[0][0]
-    rows = store.q(f"SELECT path FROM documents WHERE {where} ORDER BY path LIMIT ?", (*args, limit))
-    return [f'{coll}/{p}' for p, in rows], total
+    return [f'{coll}/{p}' for p in doc_paths(store, coll, rest, limit)], count(store, coll, prefix=rest)
 
 # %% ../../nbs/serve/21_mcp.ipynb #893eb5bd
 LOG_LEVELS = ('debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency') # RFC 5424, least severe first

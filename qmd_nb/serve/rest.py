@@ -32,6 +32,7 @@ from ..engine.documents import get, multi_get, status, collection_status, Skippe
 from ..engine.format import search_summary, status_text, doc_text, plural, REST_TRUNC
 from ..engine import index
 from ..engine.api import Engine, run_vsearch, run_query, current_fingerprint, confine_path, watch_freshness, client_reader
+from ..engine.catalog import documents, count
 
 # %% ../../nbs/serve/22_rest.ipynb #a393ee3c
 class _Body(BaseModel): model_config = ConfigDict(extra='forbid')
@@ -353,7 +354,7 @@ def add_model_routes(app, engine:Engine):
 
     @app.get('/health', response_model=Health, responses={503: {'model': Health}}, summary="Is the server ready")
     def health_ep():
-        try: engine.store.q("SELECT 1 FROM documents LIMIT 1"); ok = True
+        try: documents(engine.store, limit=1); ok = True # the catalog answers
         except sqlite3.Error: ok = False
         body = dict(status='healthy' if ok else 'unhealthy', model_loaded=engine.model_loaded)
         if ok: return body
@@ -361,8 +362,7 @@ def add_model_routes(app, engine:Engine):
         return JSONResponse(body, status_code=503)
 
 # %% ../../nbs/serve/22_rest.ipynb #daa27cc8
-def _count(store, name=None) -> int:
-    return store.q("SELECT COUNT(*) FROM documents" + (" WHERE collection=?" if name else ''), (name,) if name else ())[0][0]
+def _count(store, name=None) -> int: return count(store, name or None)
 
 def _problems(stats) -> str:
     "Lines for collections that could not be updated (a missing folder...), to append to a summary."
