@@ -12,7 +12,7 @@ from .errors import QmdError, UsageError, time_left
 from .store import Store
 from .auth import confine, read_confined
 from typing import TYPE_CHECKING
-if TYPE_CHECKING: from qmd_nb.engine.search import SearchResult
+if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult
 from .documents import qmd_uri
 from .catalog import documents, has_vectors
 
@@ -139,7 +139,7 @@ def run_vsearch(engine:Engine, query:str, limit:int=10, min_score:float=0.3, col
 
 def _bounded(query, intent, searches):
     "Refuse inputs whose cost is out of proportion (a 1 MB intent took 16 s)."
-    from qmd_nb.engine.search import MAX_QUERY
+    from qmd_nb.engine.results import MAX_QUERY
     for name, v in (('query', query), ('intent', intent)):
         if isinstance(v, str) and len(v) > MAX_QUERY: raise UsageError(f"{name} is too long ({len(v)} characters; the limit is {MAX_QUERY})")
     if isinstance(searches, list):

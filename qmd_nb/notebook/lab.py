@@ -14,7 +14,8 @@ import pandas as pd
 from ..engine.errors import QmdError, UsageError
 from ..engine.store import Store
 from ..engine.catalog import docs_by_ids, doc_keys
-from ..engine.search import check_search_args, families
+from ..engine.search import families
+from ..engine.results import check_search_args
 from ..engine.progress import progress_bar
 from ..engine.fusion import RankedList, zscores, rrf_term, rank_bonus, minmax
 from ..engine.expand import parse_typed
