@@ -14,13 +14,12 @@ __all__ = ['TOOLS', 'LOG_LEVELS', 'log', 'MESSAGES', 'FILTER_FIELDS', 'MODES', '
 
 # %% ../../nbs/profiles/27_ldims.ipynb #3bd62747
 # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
-import json, logging, os, sqlite3, sys, time
+import json, logging, os, sqlite3, sys, time, datetime as _dt
 from dataclasses import dataclass, asdict
 from pathlib import PurePosixPath
 from ..engine.errors import QmdError, UsageError, NotFound
 from ..engine.store import Store, DocRow
 from ..engine.catalog import doc_body
-from ..engine.convert import utc_iso
 from ..engine.filter import to_epoch, AUTHOR_KEYS, CREATED_KEYS
 from .experiences import timeout_seconds, loose_arg
 
@@ -128,13 +127,16 @@ def document_id(collection:str, path:str) -> str:
     from qmd_nb.engine.ingest import doc_uuid # imported on first use, as the other heavy parts
     return doc_uuid(collection, path)
 
+def _iso(t:float) -> str:
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec='seconds').replace('+00:00', 'Z')
+
 def created_at(d:DocRow) -> str|None:
     "ISO 8601 creation time: the metadata's date, else the file's modification time."
     for k in CREATED_KEYS:
         if d.meta.get(k) not in (None, ''):
-            try: return utc_iso(to_epoch(d.meta[k]), z=True)
+            try: return _iso(to_epoch(d.meta[k]))
             except UsageError: continue
-    return utc_iso(d.mtime, z=True) if d.mtime else None
+    return _iso(d.mtime) if d.mtime else None
 
 def submitter(d:DocRow) -> str|None:
     "The document's author(s), as written."
@@ -187,8 +189,7 @@ def _context(snippet:str) -> str:
 
 def run_search(engine, req:SearchRequest) -> tuple[list, int, str]:
     "(results, total matches, engine used) for a checked request."
-    from qmd_nb.engine.search import keyword_hits
-    from qmd_nb.engine.results import to_results
+    from qmd_nb.engine.search import keyword_hits, to_results
     from qmd_nb.engine.api import run_query, has_vectors_any
     if req.mode == 'semantic' and has_vectors_any(engine.store):
         res, _ = run_query(engine, req.query, max(req.limit, ldims_settings(settings=engine.store.config.settings).hard_limit), filter=req.filter or None)

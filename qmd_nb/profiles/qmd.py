@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ..engine.errors import QmdError, UsageError
 from typing import TYPE_CHECKING
-if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult
+if TYPE_CHECKING: from qmd_nb.engine.search import SearchResult
 from ..engine.documents import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc, empty_hint, ADD_COLLECTION
 from ..engine.format import search_summary, status_text, doc_text
 from ..engine.api import Engine, run_vsearch, run_query, has_vectors_any, current_fingerprint, watch_freshness
