@@ -19,6 +19,7 @@ from ..engine.api import Engine, has_vectors_any, list_documents
 from ..profiles.qmd import (ToolResult, search_tool, vsearch_tool, query_tool, get_tool, multi_get_tool, status_tool,
                                 read_document, QUERY_GUIDE, instructions)
 from ..engine.catalog import count, doc_paths
+from ..engine.filter import filter_help
 
 # %% ../../nbs/serve/21_mcp.ipynb #159f8876
 class _LazyInit(types.ModuleType):
@@ -98,11 +99,7 @@ DESCRIPTIONS = dict(
     status="Index status: document counts, collections, how many documents still need embeddings, whether vector search is available.")
 
 # %% ../../nbs/serve/21_mcp.ipynb #6a7a1a91
-FILTER_HELP = ("Optional metadata filter, applied before the top results are cut. Keys: labels (list, any of), author, type "
-               "(e.g. pdf, md, or a declared type), created_after/created_before/updated_after/updated_before (YYYY-MM-DD), "
-               "created_within/updated_within (e.g. 30d, 2w, 3m, 1y), stale (not updated within a duration), "
-               "sort (created_at, -created_at, updated_at, -updated_at), metadata (object: equality on any metadata key). "
-               'Example: {"labels": ["security"], "updated_within": "90d"}')
+FILTER_HELP = filter_help() # the search tools' `filter` parameter, from the one filter vocabulary (`qmd_nb.engine.filter.FILTER_FIELDS`)
 
 # %% ../../nbs/serve/21_mcp.ipynb #06c9eec7
 def complete_path(store, # the index
