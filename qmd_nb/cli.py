@@ -208,6 +208,11 @@ def _embedder(st, a):
     from qmd_nb.engine.embed import get_embedder
     return get_embedder(st.config.settings, a.env)
 
+def _engine(st, a):
+    "The engine the searches go through, as for MCP and REST (the model loads only when a search needs it)."
+    from qmd_nb.engine.api import Engine
+    return Engine(st, lambda: _embedder(st, a))
+
 def cmd_embed(a):
     "embed"
     from qmd_nb.engine.vectors import embed
@@ -222,24 +227,25 @@ def cmd_embed(a):
 
 def cmd_vsearch(a):
     "vsearch"
-    from qmd_nb.engine.vectors import vsearch
+    from qmd_nb.engine.api import run_vsearch
     if a.mode == 'server': res = _remote(a, 'vsearch')
     else:
         st = _store(a)
-        res = [] if _hint(st) else vsearch(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, filter=_filter(a), collapse=not getattr(a, 'all', False))
+        res = [] if _hint(st) else run_vsearch(_engine(st, a), a.query, a.n, a.min_score, a.collection, _filter(a), not getattr(a, 'all', False))
     _print_results(res, a)
 
 def cmd_query(a):
     "query"
-    from qmd_nb.engine.hybrid import query, QueryParams
+    from qmd_nb.engine.hybrid import QueryParams
+    from qmd_nb.engine.api import run_query
     if a.mode == 'server':
         if a.set: from qmd_nb.engine.config import UsageError; raise UsageError("--set works in local mode only (the server uses its own settings)")
         res = _remote(a, 'query', rerank=not a.no_rerank, explain=a.explain)
     else:
         st = _store(a)
         p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
-        res = [] if _hint(st) else query(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, p, rerank=False if a.no_rerank else None,
-                                         explain=a.explain, filter=_filter(a), collapse=not getattr(a, 'all', False))
+        res = [] if _hint(st) else run_query(_engine(st, a), a.query, a.n, a.min_score, a.collection, rerank=not a.no_rerank, explain=a.explain,
+                                             filter=_filter(a), collapse=not getattr(a, 'all', False), params=p)[0] # MCP's and REST's rules
     _print_results(res, a, _params_shown(p) if a.mode != 'server' else None)
 
 # %% ../nbs/90_cli.ipynb #547c12f6

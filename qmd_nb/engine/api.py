@@ -154,14 +154,15 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
               rerank:bool=True, candidate_limit:int|None=None, # candidates the reranker re-scores
               explain:bool=False, # attach each result's score story
               filter:dict|None=None, # metadata conditions (see `qmd_nb.engine.filter`)
-              collapse:bool=True # near-copies shown once, under the best-ranked one
+              collapse:bool=True, # near-copies shown once, under the best-ranked one
+              params=None # `QueryParams` to rank with (default: the index's settings; the CLI's `--set` overrides them)
              ) -> tuple[list[SearchResult], str]:
     "Hybrid search results and the query text they answer (keyword search alone while there are no vectors)."
     from qmd_nb.engine.hybrid import query as hybrid_query, QueryParams # imported on first use: the MCP server starts without them
     if query is not None and searches: raise UsageError("Give either query or searches, not both")
     if query is None and not searches: raise UsageError("query (or searches) is required")
     _bounded(query, intent, searches)
-    p = QueryParams.from_settings(engine.store.config.settings)
+    p = params or QueryParams.from_settings(engine.store.config.settings)
     if candidate_limit is not None:
         if isinstance(candidate_limit, bool) or not isinstance(candidate_limit, int) or not 1 <= candidate_limit <= 200:
             raise UsageError(f"candidateLimit must be an integer from 1 to 200 (got {candidate_limit!r})")
