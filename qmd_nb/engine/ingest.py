@@ -15,16 +15,16 @@ from .config import Collection, check_name, check_path_text, private_dir
 from .errors import QmdError, UsageError, NotFound, Busy
 from .store import Store, DocRow, generation, now_iso, check_allowed
 from .catalog import put_docs, remove_docs, drop_orphans, add_problem, cached_conversion, cache_conversions, docs_by_ids
-from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS
+from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS, CONTENT_TYPES
 from .text import Analyzer
 from .index import prepare_doc, doc_meta
 from .keyword import refresh
 
 # %% auto #0
-__all__ = ['NAMESPACE', 'LIBRARY_MASK', 'CONTENT_TYPES', 'MAX_JOB_WORKERS', 'MAX_JOBS_QUEUED', 'doc_uuid', 'find_by_uuid',
-           'library_dir', 'is_library', 'ensure_library', 'FetchError', 'Fetched', 'clean_url', 'public_address',
-           'fetch_url', 'IngestResult', 'Source', 'read_source', 'convert_cached', 'chunk_count', 'ingest',
-           'delete_document', 'Job', 'start_ingest', 'job_status', 'wait_job']
+__all__ = ['NAMESPACE', 'LIBRARY_MASK', 'MAX_JOB_WORKERS', 'MAX_JOBS_QUEUED', 'doc_uuid', 'find_by_uuid', 'library_dir',
+           'is_library', 'ensure_library', 'FetchError', 'Fetched', 'clean_url', 'public_address', 'fetch_url',
+           'IngestResult', 'Source', 'read_source', 'convert_cached', 'chunk_count', 'ingest', 'delete_document', 'Job',
+           'start_ingest', 'job_status', 'wait_job']
 
 # %% ../../nbs/engine/05a_ingest.ipynb #345cf233
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, 'https://github.com/qmd-nb/qmd-nb/document')
@@ -69,10 +69,6 @@ def ensure_library(store:Store, library:str) -> Collection:
     return c
 
 # %% ../../nbs/engine/05a_ingest.ipynb #d0921394
-CONTENT_TYPES = {'text/html': 'html', 'application/xhtml+xml': 'html', 'text/plain': 'txt', 'text/markdown': 'md',
-                 'text/x-markdown': 'md', 'application/pdf': 'pdf',
-                 'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx'}
-
 class FetchError(QmdError):
     "A URL that could not be fetched, or whose answer qmd-nb cannot use."
     status = 502
