@@ -208,7 +208,7 @@ def _embedder(st, a):
     from qmd_nb.engine.embed import get_embedder
     return get_embedder(st.config.settings, a.env)
 
-def _engine(st, a):
+def _search_engine(st, a):
     "The engine the searches go through, as for MCP and REST (the model loads only when a search needs it)."
     from qmd_nb.engine.api import Engine
     return Engine(st, lambda: _embedder(st, a))
@@ -231,7 +231,7 @@ def cmd_vsearch(a):
     if a.mode == 'server': res = _remote(a, 'vsearch')
     else:
         st = _store(a)
-        res = [] if _hint(st) else run_vsearch(_engine(st, a), a.query, a.n, a.min_score, a.collection, _filter(a), not getattr(a, 'all', False))
+        res = [] if _hint(st) else run_vsearch(_search_engine(st, a), a.query, a.n, a.min_score, a.collection, _filter(a), not getattr(a, 'all', False))
     _print_results(res, a)
 
 def cmd_query(a):
@@ -244,7 +244,7 @@ def cmd_query(a):
     else:
         st = _store(a)
         p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
-        res = [] if _hint(st) else run_query(_engine(st, a), a.query, a.n, a.min_score, a.collection, rerank=not a.no_rerank, explain=a.explain,
+        res = [] if _hint(st) else run_query(_search_engine(st, a), a.query, a.n, a.min_score, a.collection, rerank=not a.no_rerank, explain=a.explain,
                                              filter=_filter(a), collapse=not getattr(a, 'all', False), params=p)[0] # MCP's and REST's rules
     _print_results(res, a, _params_shown(p) if a.mode != 'server' else None)
 
