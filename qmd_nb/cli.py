@@ -1,4 +1,4 @@
-"""`qmd-nb`: collections, contexts, `update`, `search`, `get`, `multi-get`, `status` and `eval`, as a thin layer that parses, calls the engine and formats.
+"""The `qmd-nb` command: parse the arguments, call the engine, print the answer.
 
 Docs: https://qmd-nb.github.io/qmd-nb/cli.html.md"""
 

@@ -1,4 +1,4 @@
-"""PDF, Word and HTML files become markdown plus their metadata (title, author, dates, pages), so the rest of qmd-nb indexes them like notes.
+"""PDF, Word and HTML files become markdown and metadata; `FORMATS` lists what qmd-nb reads.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/convert.html.md"""
 

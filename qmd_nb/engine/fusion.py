@@ -1,4 +1,4 @@
-"""Ranking formulas for hybrid search, each a small pure function: reciprocal rank fusion with a top-rank bonus, z-score convex combination, min-max scaling, and the position-aware blend with a reranker.
+"""Fusion methods over ranked lists (z-scores, RRF), one implementation for pipeline and lab.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/fusion.html.md"""
 

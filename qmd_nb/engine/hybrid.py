@@ -1,4 +1,4 @@
-"""`query`: keyword and vector retrieval of the question and its expansions, fused, the top candidates re-scored and blended; every constant a named parameter, every hit explainable.
+"""`query`: keyword and vector retrieval, fused, re-scored and blended.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/hybrid.html.md"""
 

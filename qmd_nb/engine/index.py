@@ -1,4 +1,4 @@
-"""Collections and contexts, file discovery, and the incremental `update`: unchanged files cost a `stat`, changed ones are re-read, vanished ones removed.
+"""Collections, contexts, file discovery and the incremental `update`.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/index.html.md"""
 

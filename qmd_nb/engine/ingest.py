@@ -1,4 +1,4 @@
-"""Add one file or web page to a library without scanning a folder: deduplicated by source, converted, indexed, citable by a stable document id; slow ones as background jobs.
+"""Add one file or web page to a library, without scanning a folder.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/ingest.html.md"""
 

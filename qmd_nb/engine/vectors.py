@@ -1,4 +1,4 @@
-"""Embeddings in Chroma: `embed` chunks and embeds what is pending (resumable, keyed by content hash), and `vsearch` finds the best chunk of each document by cosine similarity.
+"""Embeddings in Chroma: `embed` what is pending, `vsearch` the best chunks.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/vectors.html.md"""
 

@@ -1,4 +1,4 @@
-"""Keep an index fresh from file-system events: changed paths go to `update_paths` in debounced batches, vectors follow in the background, and listeners (MCP clients) are told.
+"""Keep an index fresh from file-system events, in debounced batches.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/watch.html.md"""
 

@@ -1,4 +1,4 @@
-"""Tune the hybrid pipeline against judged queries: every parameter a control, metrics recomputed in a fraction of a second from cached retrieval lists, identical to `qmd-nb eval`, and the chosen setting written to the index config.
+"""Tune the hybrid pipeline against judged queries, every parameter a control.
 
 Docs: https://qmd-nb.github.io/qmd-nb/notebook/lab.html.md"""
 

@@ -1,4 +1,4 @@
-"""`mk_mcp(engine)`: the QMD contract's six tools, the `qmd://{+path}` resource and the `query` prompt on the official MCP SDK, as a thin adapter over `qmd_nb.engine.api`, with completion of document paths, logging levels and a quick start.
+"""`mk_mcp(engine)`: the QMD contract on the official MCP SDK, a thin adapter.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/mcp.html.md"""
 

@@ -1,4 +1,4 @@
-"""OAuth 2.1 for MCP clients over HTTP, on the MCP SDK's handlers: dynamic client registration, authorization code with PKCE (S256), a consent page that asks for a one-time code printed in the server's terminal (or the owner's admin token), short-lived access tokens with rotating refresh tokens, revocation, and the RFC 8414 / RFC 9728 metadata.
+"""OAuth 2.1 for MCP clients over HTTP, on the MCP SDK's handlers.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/oauth.html.md"""
 

@@ -1,4 +1,4 @@
-"""`mk_app(engine)`: the contract's HTTP endpoints on FastAPI, MCP Streamable HTTP at `/mcp` on the same port, index-changing requests queued one at a time, and DNS-rebinding protection.
+"""`mk_app(engine)`: the contract's HTTP endpoints on FastAPI, and MCP at `/mcp`.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/rest.html.md"""
 
