@@ -6,11 +6,11 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/mcp.html.md"""
 
 # %% auto #0
 __all__ = ['DESCRIPTIONS', 'FILTER_HELP', 'LOG_LEVELS', 'DEFAULT_LOG_LEVEL', 'PROFILES', 'QMD_TOOLS', 'PROFILE_MODULES',
-           'import_sdk', 'to_call_result', 'complete_path', 'wants_log', 'call_log_line', 'trim_header_values',
-           'ChangeNotifier', 'profile_module', 'profile_tools', 'check_profiles', 'server_instructions', 'mk_mcp']
+           'to_call_result', 'complete_path', 'wants_log', 'call_log_line', 'trim_header_values', 'ChangeNotifier',
+           'profile_module', 'profile_tools', 'check_profiles', 'server_instructions', 'mk_mcp']
 
 # %% ../../nbs/serve/21_mcp.ipynb #120ba11a
-import functools, json, time, types, warnings
+import functools, json, time, warnings
 from typing import Annotated, Optional # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 from urllib.parse import unquote
 from ..engine.errors import NotFound, UsageError
@@ -20,42 +20,7 @@ from ..profiles.qmd import (ToolResult, search_tool, vsearch_tool, query_tool, g
                                 read_document, QUERY_GUIDE, instructions)
 from ..engine.catalog import count, doc_paths
 from ..engine.filter import filter_help
-
-# %% ../../nbs/serve/21_mcp.ipynb #159f8876
-class _LazyInit(types.ModuleType):
-    "A package whose `__init__` runs when it is first asked for a name it lacks; its submodules import without it."
-    def __getattr__(self, name):
-        spec = self.__dict__.pop('_qmd_pending', None)
-        if spec is None: raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
-        self.__class__ = types.ModuleType
-        spec.loader.exec_module(self) # the real __init__, run in this module's namespace
-        return getattr(self, name)
-
-def _lazy_package(name:str):
-    "Register package `name` in `sys.modules` without running its `__init__` yet."
-    import importlib.util, sys
-    spec = importlib.util.find_spec(name)
-    m = _LazyInit(name)
-    m.__spec__, m.__file__, m.__path__, m.__package__ = spec, spec.origin, list(spec.submodule_search_locations), name
-    m.__loader__, m._qmd_pending = spec.loader, spec
-    sys.modules[name] = m
-
-def import_sdk():
-    "Import the MCP SDK's server (`mcp.server.mcpserver`) quickly: models built on first use, no client, no collector."
-    import gc, sys
-    if 'mcp.server.mcpserver' in sys.modules: return sys.modules['mcp.server.mcpserver']
-    from pydantic import BaseModel
-    cfg = BaseModel.model_config # inherited by every model class created while the SDK imports
-    had, old, collecting = 'defer_build' in cfg, cfg.get('defer_build'), gc.isenabled()
-    cfg['defer_build'] = True; gc.disable()
-    try:
-        if 'mcp' not in sys.modules: _lazy_package('mcp')
-        import mcp.server.mcpserver
-    finally:
-        if had: cfg['defer_build'] = old
-        else: del cfg['defer_build']
-        if collecting: gc.freeze(); gc.enable()
-    return mcp.server.mcpserver
+from .sdk import import_sdk
 
 # %% ../../nbs/serve/21_mcp.ipynb #92476b98
 def _models() -> tuple:

@@ -290,7 +290,7 @@ def resource_metadata_url(resource:str) -> str:
 
 def oauth_routes(server:OAuthServer) -> list:
     "Every OAuth route of the server."
-    from qmd_nb.serve.mcp import import_sdk
+    from qmd_nb.serve.sdk import import_sdk
     import_sdk()
     from starlette.routing import Route
     from mcp.server.auth.routes import create_auth_routes, create_protected_resource_routes, build_metadata, cors_middleware

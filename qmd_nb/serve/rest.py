@@ -536,7 +536,7 @@ def mk_app(engine:Engine, # the engine every endpoint answers from
 
 def _mcp_door(engine, hosts, origins, tools=('qmd',), roots=(), prm=None):
     "The /mcp endpoint, with its MCP server for unlimited tokens made now (the SDK's own Host/Origin checks stay on)."
-    from qmd_nb.serve.mcp import import_sdk
+    from qmd_nb.serve.sdk import import_sdk
     import_sdk()
     from mcp.server.transport_security import TransportSecuritySettings
     sec = TransportSecuritySettings(enable_dns_rebinding_protection=hosts is not None, allowed_hosts=hosts or [], allowed_origins=origins)
