@@ -31,7 +31,7 @@ KNOWN = { # what exceeded a limit when the check came in (the reorganisation, is
     ('module lines', 'qmd_nb/engine/vectors.py'): 456,
     ('module lines', 'qmd_nb/notebook/lab.py'): 518,
     ('module lines', 'qmd_nb/profiles/experiences.py'): 420,
-    ('module lines', 'qmd_nb/serve/rest.py'): 543,
+    ('module lines', 'qmd_nb/serve/rest.py'): 445,
 }
 
 def modules() -> list[Path]:
