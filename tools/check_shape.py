@@ -22,7 +22,6 @@ KNOWN = { # what exceeded a limit when the check came in (the reorganisation, is
     ('function lines', 'qmd_nb/profiles/mdq.py:register'): 48,
     ('function lines', 'qmd_nb/profiles/vectordb.py:register'): 49,
     ('function lines', 'qmd_nb/serve/mcp.py:_qmd_tools'): 92,
-    ('function lines', 'qmd_nb/serve/rest.py:mk_app'): 47,
     ('module lines', 'qmd_nb/cli.py'): 565, # 560 before its parser cell was split (each cell adds a marker line to the module)
     ('module lines', 'qmd_nb/engine/embed.py'): 437,
     ('module lines', 'qmd_nb/engine/index.py'): 589,
@@ -31,7 +30,7 @@ KNOWN = { # what exceeded a limit when the check came in (the reorganisation, is
     ('module lines', 'qmd_nb/engine/vectors.py'): 456,
     ('module lines', 'qmd_nb/notebook/lab.py'): 518,
     ('module lines', 'qmd_nb/profiles/experiences.py'): 420,
-    ('module lines', 'qmd_nb/serve/rest.py'): 445,
+    ('module lines', 'qmd_nb/serve/rest.py'): 455,
 }
 
 def modules() -> list[Path]:

@@ -401,8 +401,6 @@ def mk_app(engine:Engine, # the engine every endpoint answers from
            request_timeout:float|None=None # seconds a read request may take (default: the engine's `request_timeout`)
           ):
     "The REST API (and MCP at /mcp) over `engine`, as an ASGI app."
-    from fastapi import FastAPI
-    from qmd_nb import __version__
     hosts = default_hosts(host); hosts = None if hosts is None else hosts + list(allowed_hosts or [])
     origins = default_origins() + list(allowed_origins or [])
     prm = None
@@ -410,6 +408,19 @@ def mk_app(engine:Engine, # the engine every endpoint answers from
         from qmd_nb.serve.oauth import resource_metadata_url
         prm = resource_metadata_url(oauth.resource)
     q, door = WriteQueue(), _mcp_door(engine, hosts, origins, tools, allow_paths, prm) if mcp else None
+    app = _routes(_api(q, door), engine, q, door, oauth)
+    app.state.engine, app.state.queue, app.state.roots, app.state.door = engine, q, tuple(str(p) for p in allow_paths), door
+    verify = None if tokens is None else (tokens.verify if oauth is None else lambda t: tokens.verify(t) or oauth.verify_access(t))
+    inner = Gate(Deadline(app, request_timeout or engine.request_timeout), verify, prm)
+    if oauth is not None:
+        from qmd_nb.serve.oauth import RATE_LIMITS
+        inner = RateLimit(inner, RATE_LIMITS)
+    return Stopping(Guard(inner, hosts, origins, max_body, cors=list(allowed_origins or [])))
+
+def _api(q:WriteQueue, door):
+    "The FastAPI app, whose lifespan runs the MCP door's session manager and closes the write queue."
+    from fastapi import FastAPI
+    from qmd_nb import __version__
     @asynccontextmanager
     async def lifespan(app):
         try:
@@ -417,9 +428,12 @@ def mk_app(engine:Engine, # the engine every endpoint answers from
             else:
                 async with door.running(): yield
         finally: q.close()
-    app = FastAPI(title='qmd-nb', version=__version__, lifespan=lifespan,
-                  description="Local search over your documents: the QMD REST API. MCP (Streamable HTTP) is at /mcp. "
-                              "Send 'Authorization: Bearer <token>' (qmd-nb token create).")
+    return FastAPI(title='qmd-nb', version=__version__, lifespan=lifespan,
+                   description="Local search over your documents: the QMD REST API. MCP (Streamable HTTP) is at /mcp. "
+                               "Send 'Authorization: Bearer <token>' (qmd-nb token create).")
+
+def _routes(app, engine, q:WriteQueue, door, oauth):
+    "Every endpoint on `app`: the contract's, MCP's at /mcp and OAuth's."
     _handlers(app)
     add_search_routes(app, engine); add_model_routes(app, engine); add_collection_routes(app, engine, q); add_index_routes(app, engine, q)
     add_ingest_routes(app, engine, q)
@@ -428,13 +442,9 @@ def mk_app(engine:Engine, # the engine every endpoint answers from
         from starlette.routing import Route
         app.router.routes.append(Route('/mcp', door))
     if oauth is not None:
-        from qmd_nb.serve.oauth import oauth_routes, RATE_LIMITS
+        from qmd_nb.serve.oauth import oauth_routes
         app.router.routes.extend(oauth_routes(oauth))
-    app.state.engine, app.state.queue, app.state.roots, app.state.door = engine, q, tuple(str(p) for p in allow_paths), door
-    verify = None if tokens is None else (tokens.verify if oauth is None else lambda t: tokens.verify(t) or oauth.verify_access(t))
-    inner = Gate(Deadline(app, request_timeout or engine.request_timeout), verify, prm)
-    if oauth is not None: inner = RateLimit(inner, RATE_LIMITS)
-    return Stopping(Guard(inner, hosts, origins, max_body, cors=list(allowed_origins or [])))
+    return app
 
 def _mcp_door(engine, hosts, origins, tools=('qmd',), roots=(), prm=None):
     "The /mcp endpoint, with its MCP server for unlimited tokens made now (the SDK's own Host/Origin checks stay on)."
