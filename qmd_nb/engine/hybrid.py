@@ -16,7 +16,8 @@ from .keyword import BM25Params, keyword_index
 from .search import keyword_hits, cited_by, families
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits
 from .rank import main_first
-from .vectors import VectorStore, vector_hits, has_vectors
+from .vectors import vector_hits, has_vectors
+from .chroma import VectorStore
 from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, minmax
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
 from .filter import Filter, parse_filter, sort_hits
@@ -250,7 +251,7 @@ def main_copies_first(store:Store, hits:list, p:BM25Params, lex:list, n_terms:in
 
 def _cache_key(store, embedder, query, limit, names, min_score, p, searches, flt=None, collapse=True):
     from qmd_nb.engine.store import generation
-    from qmd_nb.engine.vectors import vector_generation
+    from qmd_nb.engine.chroma import vector_generation
     fp = embedder.fingerprint if embedder else ''
     live = flt is not None and any((flt.created_within, flt.updated_within, flt.stale)) # relative to now: never cached
     return None if live else ('qcache', query, limit, tuple(names or ()), min_score, p, repr(searches), flt, collapse, generation(store), vector_generation(store, fp) if fp else 0)
