@@ -18,7 +18,6 @@ from .store import (Store, NewDoc, DocRow, Known, put_docs, touch_docs, move_doc
                           generation, get_collection, forget_collection, rename_in_catalog, cached_conversion, cache_conversions,
                           library_files, check_allowed)
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS
-from .keyword import _current_name
 from .fields import doc_stream
 
 # %% auto #0
@@ -468,6 +467,7 @@ def add_collection(store:Store, path:str, # folder to index
         if not force and (cover := covering(store, folder)):
             raise UsageError(f"{folder} {cover[1]}: its files would be indexed twice and every hit shown twice. "
                              "Add it anyway with --force (REST: \"force\": true), e.g. when the two masks do not overlap")
+        from qmd_nb.keyword import _current_name # numpy: not on the path of an update with nothing to do
         c, kw = Collection(name, str(folder), mask), _current_name(store.paths.keyword_dir)
         try:
             with store.tx(): # one transaction: readers see the collection whole, or not at all
@@ -478,6 +478,7 @@ def add_collection(store:Store, path:str, # folder to index
 
 def _undo_add(store, name, kw):
     "After a failed add: the config and keyword index as they were, and the disk space the transaction took back."
+    from qmd_nb.keyword import _current_name
     store.reload_config(); store.root.cache.pop('keyword', None)
     try:
         if name in store.config.collections: del store.config.collections[name]; store.save_config() # the commit failed after the save
