@@ -97,7 +97,12 @@ class Glob:
     def __init__(self, mask:str):
         if not isinstance(mask, str) or len(mask) > MAX_GLOB: raise UsageError(f"Glob too long ({len(mask)} characters; the limit is {MAX_GLOB})")
         self.mask, self.variants = mask, [_segments(m) for m in _braces(mask)]
+        # `**/NAME` (the default mask's shape): a path matches when its last segment does; no walk over the segments
+        self.names = [v[1] for v in self.variants] if all(len(v) == 2 and v[0] is None for v in self.variants) else None
     def match(self, path:str) -> bool:
+        if self.names is not None:
+            name = path.rpartition('/')[2]
+            return any(s.match(name) for s in self.names)
         parts = path.split('/')
         return any(_match_segments(v, parts) for v in self.variants)
 
