@@ -99,6 +99,8 @@ class Glob:
         self.mask, self.variants = mask, [_segments(m) for m in _braces(mask)]
         # `**/NAME` (the default mask's shape): a path matches when its last segment does; no walk over the segments
         self.names = [v[1] for v in self.variants] if all(len(v) == 2 and v[0] is None for v in self.variants) else None
+        if self.names and not any(s.groupindex for s in self.names): # one regex for the alternatives (each is anchored by \Z)
+            self.names = [re.compile('|'.join(f'(?:{s.pattern})' for s in self.names), re.DOTALL)]
     def match(self, path:str) -> bool:
         if self.names is not None:
             name = path.rpartition('/')[2]
@@ -113,7 +115,9 @@ def glob_re(mask:str) -> Glob:
 
 class Masks:
     "Several compiled globs; `.match(path)`: whether any takes it (linear, as each `Glob`)."
-    def __init__(self, globs:list[Glob]): self.globs = globs
+    def __init__(self, globs:list[Glob]):
+        self.globs = globs
+        if len(globs) == 1: self.match = globs[0].match # one glob (the usual case): its own match, no loop
     def match(self, path:str) -> bool: return any(g.match(path) for g in self.globs)
 
 @lru_cache(maxsize=64)
