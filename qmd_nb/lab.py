@@ -22,7 +22,7 @@ from .vectors import has_vectors
 from .keyword import BM25Params, keyword_index
 from .rank import similar_pairs, group_by_pairs, title_holders, main_first
 from .text import Analyzer
-from .hybrid import QueryParams, gather, fuse, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
+from .hybrid import QueryParams, exact_ids, gather, fuse, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
 from .eval import EvalReport, ndcg_at, recall_at, mrr_at, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
 from .frames import METRICS, compare_runs
 
@@ -30,8 +30,9 @@ from .frames import METRICS, compare_runs
 __all__ = ['LIST_FIELDS', 'RERANK_FIELDS', 'CONTROLS', 'GROUPS', 'LAZY', 'Judged', 'read_judgements', 'read_known', 'key_of',
            'QueryLists', 'LabCache', 'query_lists', 'rerank_scores', 'build_cache', 'beir_lab', 'selected_lists',
            'reorder', 'exact_rankings', 'ListArrays', 'list_arrays', 'fast_fuse', 'fast_rankings', 'lab_rankings',
-           'near_copies', 'title_holders_of', 'cited_order', 'main_order', 'lab_metrics', 'sweep', 'metric_values',
-           'changed', 'apply_params', 'eval_command', 'control', 'svg_plot', 'RankingLab', 'ranking_lab']
+           'near_copies', 'title_holders_of', 'quoted_order', 'cited_order', 'main_order', 'lab_metrics', 'sweep',
+           'metric_values', 'changed', 'apply_params', 'eval_command', 'control', 'svg_plot', 'RankingLab',
+           'ranking_lab']
 
 # %% ../nbs/31_lab.ipynb #210d1ae9
 @dataclass
@@ -77,6 +78,7 @@ class QueryLists:
     pool: list # every document of any list, in order of first appearance
     quoted: bool = False # a keyword hit holds the whole question (then no page gains for being pointed to)
     n_terms: int = 0 # the question's analysed words
+    exact: frozenset = frozenset() # keyword hits that hold the whole question at its offsets (`hybrid.quoted_first`)
 
 @dataclass
 class LabCache:
@@ -107,7 +109,7 @@ def query_lists(c:LabCache, p:QueryParams, progress=False) -> list[QueryLists]:
             pool = list(dict.fromkeys(d for l in lists for d in l.ids))
             lex, n = hits.get('lex:user', []), len(Analyzer().terms(q))
             quoted = any((h.explain or {}).get('exact_words', 0) >= n for h in lex)
-            out.append(QueryLists([(l.name, l.ids, l.scores) for l in lists], lex[:2], pool, quoted, n)); bar.update(1)
+            out.append(QueryLists([(l.name, l.ids, l.scores) for l in lists], lex[:2], pool, quoted, n, frozenset(exact_ids(lex, n)))); bar.update(1)
     c.lists[k], c.seconds[('lists',) + k] = out, time.time() - t
     return out
 
@@ -254,6 +256,7 @@ def lab_rankings(c:LabCache, p:QueryParams, exact:bool=False, # through `hybrid.
     held = title_holders_of(c, p, ql) if p.cited_weight else None
     out = {}
     for i, (q, (ids, sc)) in enumerate(zip(c.qids, runs)):
+        ids, sc = quoted_order(ids, sc, ql[i], p.quote_bonus, p.quote_min_words)
         if held is not None: ids = cited_order(ids, sc, held[i], ql[i], p.bm25, p.cited_weight)
         ids = main_order(c.store, ids, ql[i], p.bm25)
         rels = c.judged.qrels.get(q, {})
@@ -288,6 +291,13 @@ def title_holders_of(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[tup
         out.append(({d: i for i, d in enumerate(q.pool)}, M))
     c.holders[k] = out
     return out
+
+def quoted_order(ids:list, scores:list, q:QueryLists, bonus:float, min_words:int=2) -> tuple[list, list]:
+    "The order `hybrid.quoted_first` gives: for a quotation, the hits that hold it whole gain `bonus`."
+    if not bonus or q.n_terms < max(min_words, 2) or not q.exact or not ids: return ids, scores
+    s = np.array(scores, dtype=np.float64) + bonus * np.array([d in q.exact for d in ids])
+    o = np.argsort(-s, kind='stable')
+    return [ids[j] for j in o], s[o].tolist()
 
 def cited_order(ids:list, scores:list, held:tuple, q:QueryLists, bm:BM25Params, weight:float|None=None # None: `bm.authority_weight`
                ) -> list:
@@ -358,13 +368,13 @@ CONTROLS = dict( # (min, max, step) for numbers, choices for words, bool for a s
     original_weight=(0.0, 4.0, 0.1), expansion_weight=(0.0, 4.0, 0.1), lex_weight=(0.0, 3.0, 0.1), vec_weight=(0.0, 3.0, 0.1),
     fusion=('zscore', 'rrf'), rrf_k=(1.0, 200.0, 1.0), bonus_first=(0.0, 0.2, 0.005), bonus_top3=(0.0, 0.1, 0.005),
     rerank=('embed', 'none', 'cross-encoder', 'http'), rerank_top=(2, 200, 1), rerank_window=(1, 3, 1), rerank_title=bool,
-    blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05), cited_weight=(0.0, 1.0, 0.05), cited_quoted=bool,
+    blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05), quote_bonus=(0.0, 1.0, 0.05), quote_min_words=(2, 20, 1), cited_weight=(0.0, 1.0, 0.05), cited_quoted=bool,
     k1=(0.1, 3.0, 0.1), b=(0.0, 1.0, 0.05), title_weight=(0.0, 6.0, 0.25), meta_weight=(0.0, 4.0, 0.25), heading_weight=(0.0, 4.0, 0.25),
     lead_weight=(0.0, 4.0, 0.25), body_weight=(0.0, 2.0, 0.25), proximity_depth=(10, 300, 10), phrase_weight=(0.0, 1.0, 0.05),
     phrase_power=(0.5, 4.0, 0.25), near_weight=(0.0, 1.0, 0.05), near_slop=(0, 10, 1), overview_yield=bool, overview_min_links=(1, 20, 1), authority_weight=(0.0, 1.0, 0.05), authority_depth=(5, 100, 5), authority_title_words=(1, 10, 1), main_copy_first=bool, duplicate_threshold=(0.5, 1.0, 0.05))
 GROUPS = {'Retrieval': ('depth', 'vec_floor', 'expansion', 'probe_min_score', 'probe_min_gap', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta'),
           'Fusion': ('fusion', 'original_weight', 'expansion_weight', 'lex_weight', 'vec_weight', 'rrf_k', 'bonus_first', 'bonus_top3'),
-          'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'blend_top3', 'blend_top10', 'blend_rest', 'cited_weight', 'cited_quoted'),
+          'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'blend_top3', 'blend_top10', 'blend_rest', 'quote_bonus', 'quote_min_words', 'cited_weight', 'cited_quoted'),
           'Keyword': tuple(f.name for f in fields(BM25Params))}
 LAZY = (set(LIST_FIELDS) | {'rerank_window', 'rerank_title'} | set(BM25Params.__dataclass_fields__)) - {'bm25', 'duplicate_threshold'}
 
