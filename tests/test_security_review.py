@@ -432,7 +432,9 @@ def test_every_served_tool_has_an_operation():
 def test_update_reads_only_what_stays_inside(tmp_path):
     "Finding 15: update lists a collection's files, then reads the changed ones: a file nobody swaps for a link to a root-only file in between is not read (nor a FIFO: the update would hang)."
     t = Tally("15. update's reads", forbidden=['ROOTONLY-7070'])
-    from qmd_nb.engine.index import discover, _read, UpdateStats
+    from qmd_nb.engine.discover import discover
+    from qmd_nb.engine.scan import UpdateStats
+    from qmd_nb.engine.index import _read
     from qmd_nb.engine.config import Collection
     from qmd_nb.engine.text import Analyzer
     secret = Path(tempfile.mkdtemp(prefix='qmd-nb-rootonly-')); (secret/'s.md').write_text('# Root only\n\nROOTONLY-7070\n', encoding='utf-8'); (secret/'s.md').chmod(0o600)

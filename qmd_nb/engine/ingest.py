@@ -17,7 +17,7 @@ from .store import Store, DocRow, generation, now_iso, check_allowed
 from .catalog import put_docs, remove_docs, drop_orphans, add_problem, cached_conversion, cache_conversions, docs_by_ids
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS
 from .text import Analyzer
-from .index import prepare_doc, doc_meta
+from .scan import prepare_doc, doc_meta
 from .keyword import refresh
 from .fetch import clean_url, fetch_url
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Callable
 from .errors import QmdError, NotFound
 from .store import Store, now_iso
-from .index import UpdateStats, update, update_paths
+from .scan import UpdateStats
+from .index import update, update_paths
 
 # %% auto #0
 __all__ = ['watched_roots', 'route', 'Freshness', 'Watcher']

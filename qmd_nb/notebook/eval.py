@@ -14,7 +14,7 @@ from ..engine.errors import UsageError
 from ..engine.text import Analyzer
 from ..engine.store import Store
 from ..engine.catalog import put_docs, forget_collection, doc_keys, kv_get, kv_set
-from ..engine.index import prepare_doc
+from ..engine.scan import prepare_doc
 from ..engine.progress import progress_bar
 from ..engine.keyword import refresh
 from ..engine.search import keyword_hits
