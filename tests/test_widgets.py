@@ -43,7 +43,8 @@ def test_search_widget_errors_in_place(store):
     assert 'no search terms' in ui.status.value
 
 def test_ranking_lab_on_an_index(store, tmp_path):
-    from qmd_nb.notebook.lab import ranking_lab, lab_metrics
+    from qmd_nb.notebook.lab import lab_metrics
+    from qmd_nb.notebook.lab_widget import ranking_lab
     from qmd_nb.engine.vectors import embed
     from qmd_nb.engine.embed import get_embedder
     from qmd_nb.engine.hybrid import QueryParams

@@ -6,18 +6,18 @@ Docs: https://qmd-nb.github.io/qmd-nb/notebook/lab.html.md"""
 
 # %% ../../nbs/notebook/31_lab.ipynb #fc9e653c
 from __future__ import annotations
-import html, json, time
+import json, time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from ..engine.errors import QmdError, UsageError
+from ..engine.errors import UsageError
 from ..engine.store import Store
 from ..engine.catalog import docs_by_ids, doc_keys
 from ..engine.search import families, quote_matrix
 from ..engine.results import check_search_args
 from ..engine.progress import progress_bar
-from ..engine.fusion import RankedList, Lists, FUSIONS, fuse_arrays, zscores, minmax
+from ..engine.fusion import RankedList, Lists, fuse_arrays, zscores, minmax
 from ..engine.expand import parse_typed
 from ..engine.rerank import candidates
 from ..engine.vectors import has_vectors
@@ -26,15 +26,14 @@ from ..engine.rank import similar_pairs, group_by_pairs, title_holders, main_fir
 from ..engine.text import Analyzer
 from ..engine.hybrid import QueryParams, exact_ids, gather, fuse, fusion_params, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
 from .eval import EvalReport, ndcg_at, recall_at, mrr_at, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
-from .frames import METRICS, compare_runs
+from .frames import METRICS
 
 # %% auto #0
-__all__ = ['LIST_FIELDS', 'RERANK_FIELDS', 'CONTROLS', 'GROUPS', 'LAZY', 'Judged', 'read_judgements', 'read_known', 'key_of',
-           'QueryLists', 'LabCache', 'query_lists', 'rerank_scores', 'build_cache', 'beir_lab', 'selected_lists',
-           'reorder', 'exact_rankings', 'ListArrays', 'list_arrays', 'fast_fuse', 'fast_rankings', 'lab_rankings',
-           'near_copies', 'title_holders_of', 'quoted_order', 'cited_order', 'main_order', 'lab_metrics', 'sweep',
-           'metric_values', 'changed', 'apply_params', 'eval_command', 'control', 'svg_plot', 'RankingLab',
-           'ranking_lab']
+__all__ = ['LIST_FIELDS', 'RERANK_FIELDS', 'Judged', 'read_judgements', 'read_known', 'key_of', 'QueryLists', 'LabCache',
+           'query_lists', 'rerank_scores', 'build_cache', 'beir_lab', 'selected_lists', 'reorder', 'exact_rankings',
+           'ListArrays', 'list_arrays', 'fast_fuse', 'fast_rankings', 'lab_rankings', 'near_copies', 'title_holders_of',
+           'quoted_order', 'cited_order', 'main_order', 'lab_metrics', 'sweep', 'metric_values', 'changed',
+           'apply_params', 'eval_command']
 
 # %% ../../nbs/notebook/31_lab.ipynb #210d1ae9
 @dataclass
@@ -358,170 +357,3 @@ def eval_command(p:QueryParams, folder:str|Path='DIR') -> str:
     "The `qmd-nb eval` command line that measures `p` (it starts from the defaults, not from the config)."
     sets = ''.join(f' --set {k}={str(v).lower() if isinstance(v, bool) else v}' for k, v in changed(p).items())
     return f"qmd-nb eval {folder} --mode query{sets}"
-
-# %% ../../nbs/notebook/31_lab.ipynb #cb097043
-CONTROLS = dict( # (min, max, step) for numbers, choices for words, bool for a switch
-    depth=(10, 200, 10), vec_floor=(0.0, 1.0, 0.05), probe_min_score=(0.0, 1.05, 0.05), probe_min_gap=(0.0, 1.0, 0.05), expansion=('none', 'prf'),
-    prf_docs=(1, 30, 1), prf_terms=(1, 30, 1), prf_vec_docs=(1, 20, 1), prf_vec_beta=(0.0, 2.0, 0.1),
-    original_weight=(0.0, 4.0, 0.1), expansion_weight=(0.0, 4.0, 0.1), lex_weight=(0.0, 3.0, 0.1), vec_weight=(0.0, 3.0, 0.1),
-    fusion=tuple(FUSIONS), rrf_k=(1.0, 200.0, 1.0), bonus_first=(0.0, 0.2, 0.005), bonus_top3=(0.0, 0.1, 0.005),
-    rerank=('embed', 'none', 'cross-encoder', 'http'), rerank_top=(2, 200, 1), rerank_window=(1, 3, 1), rerank_title=bool,
-    blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05), quote_bonus=(0.0, 1.0, 0.05), quote_min_words=(2, 20, 1), cited_weight=(0.0, 1.0, 0.05), cited_quoted=bool,
-    k1=(0.1, 3.0, 0.1), b=(0.0, 1.0, 0.05), title_weight=(0.0, 6.0, 0.25), meta_weight=(0.0, 4.0, 0.25), heading_weight=(0.0, 4.0, 0.25),
-    lead_weight=(0.0, 4.0, 0.25), body_weight=(0.0, 2.0, 0.25), proximity_depth=(10, 300, 10), phrase_weight=(0.0, 1.0, 0.05),
-    phrase_power=(0.5, 4.0, 0.25), near_weight=(0.0, 1.0, 0.05), near_slop=(0, 10, 1), overview_yield=bool, overview_min_links=(1, 20, 1), authority_weight=(0.0, 1.0, 0.05), authority_depth=(5, 100, 5), authority_title_words=(1, 10, 1), main_copy_first=bool, duplicate_threshold=(0.5, 1.0, 0.05))
-GROUPS = {'Retrieval': ('depth', 'vec_floor', 'expansion', 'probe_min_score', 'probe_min_gap', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta'),
-          'Fusion': ('fusion', 'original_weight', 'expansion_weight', 'lex_weight', 'vec_weight', 'rrf_k', 'bonus_first', 'bonus_top3'),
-          'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'blend_top3', 'blend_top10', 'blend_rest', 'quote_bonus', 'quote_min_words', 'cited_weight', 'cited_quoted'),
-          'Keyword': tuple(f.name for f in fields(BM25Params))}
-LAZY = (set(LIST_FIELDS) | {'rerank_window', 'rerank_title'} | set(BM25Params.__dataclass_fields__)) - {'bm25', 'duplicate_threshold'}
-
-def control(name:str, value):
-    "The widget for one parameter, holding `value`."
-    import ipywidgets as W
-    spec, desc = CONTROLS[name], name + (' ⏳' if name in LAZY else '')
-    kw = dict(description=desc, value=value, style={'description_width': '140px'}, layout=W.Layout(width='360px'))
-    if spec is bool: return W.Checkbox(**kw, indent=False)
-    if isinstance(spec[0], str): return W.ToggleButtons(options=list(dict.fromkeys([*spec, value])), **kw)
-    lo, hi, step = min(spec[0], value), max(spec[1], value), spec[2]
-    S = W.IntSlider if isinstance(value, int) else W.FloatSlider
-    return S(min=lo, max=hi, step=step, continuous_update=False, **kw, **({} if S is W.IntSlider else {'readout_format': '.3g'}))
-
-# %% ../../nbs/notebook/31_lab.ipynb #b1fe80ea
-def svg_plot(xs, ys, xlabel:str, ylabel:str, base:float|None=None, mark:tuple|None=None, w:int=420, h:int=220) -> str:
-    "An SVG line chart of `ys` against `xs`, with an optional dashed baseline and a marked point."
-    lo, hi = min([*ys, *([base] if base is not None else [])]), max([*ys, *([base] if base is not None else [])])
-    lo, hi = (lo - 0.01, hi + 0.01) if hi - lo < 1e-9 else (lo - (hi - lo) * 0.05, hi + (hi - lo) * 0.05)
-    x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
-    X = lambda x: 50 + (x - x0) / (x1 - x0) * (w - 70)
-    Y = lambda y: 15 + (hi - y) / (hi - lo) * (h - 55)
-    pts = ' '.join(f'{X(x):.1f},{Y(y):.1f}' for x, y in zip(xs, ys))
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
-           f'<line x1="50" y1="{h-40}" x2="{w-20}" y2="{h-40}" stroke="#888"/><line x1="50" y1="15" x2="50" y2="{h-40}" stroke="#888"/>',
-           f'<polyline points="{pts}" fill="none" stroke="#1f77b4" stroke-width="2"/>']
-    out += [f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="2.5" fill="#1f77b4"/>' for x, y in zip(xs, ys)]
-    if base is not None: out.append(f'<line x1="50" y1="{Y(base):.1f}" x2="{w-20}" y2="{Y(base):.1f}" stroke="#d62728" stroke-dasharray="4 3"/>')
-    if mark is not None: out.append(f'<circle cx="{X(mark[0]):.1f}" cy="{Y(mark[1]):.1f}" r="5" fill="#ff7f0e"/>')
-    out += [f'<text x="{X(v):.1f}" y="{h-26}" text-anchor="middle">{v:.3g}</text>' for v in (x0, (x0 + x1) / 2, x1)]
-    out += [f'<text x="45" y="{Y(v) + 4:.1f}" text-anchor="end">{v:.3f}</text>' for v in (lo, (lo + hi) / 2, hi)]
-    out.append(f'<text x="{(w + 30) / 2}" y="{h-8}" text-anchor="middle">{html.escape(xlabel)}</text>')
-    out.append(f'<text x="12" y="{h / 2}" text-anchor="middle" transform="rotate(-90 12 {h / 2})">{html.escape(ylabel)}</text></svg>')
-    return ''.join(out)
-
-# %% ../../nbs/notebook/31_lab.ipynb #53c51764
-class RankingLab:
-    "The ranking lab's widgets over a `LabCache`; drive it from code through `controls`, `sweep_to`, `save_baseline`, `apply`."
-    def __init__(self, cache:LabCache, params:QueryParams|None=None, target:Store|None=None, folder:str|Path|None=None,
-                 metric:str='ndcg@10' # the metric that decides wins and losses (`mrr@10` for known items)
-                ):
-        import ipywidgets as W
-        self.cache, self.target, self.folder, self.metric = cache, target, folder, metric
-        p = params or QueryParams()
-        self.controls = {f.name: control(f.name, getattr(p, f.name)) for f in fields(QueryParams) if f.name != 'bm25'}
-        self.controls.update({f.name: control(f.name, getattr(p.bm25, f.name)) for f in fields(BM25Params)})
-        self.status, self.metrics_html, self.table, self.plot, self.command = W.HTML(), W.HTML(), W.HTML(), W.HTML(), W.HTML()
-        nums = [n for n, s in CONTROLS.items() if isinstance(s, tuple) and not isinstance(s[0], str) and n not in LAZY]
-        self.sweep_name = W.Dropdown(options=nums, value='rrf_k', description='sweep', layout=W.Layout(width='260px'))
-        self.sweep_metric = W.Dropdown(options=list(METRICS), value=metric, description='metric', layout=W.Layout(width='220px'))
-        self.sweep_button, self.baseline_button, self.apply_button = W.Button(description='Sweep'), W.Button(description='Save as baseline'), \
-            W.Button(description='Apply to index config', button_style='warning')
-        self.sweep_button.on_click(lambda _: self.sweep_to()); self.baseline_button.on_click(lambda _: self.save_baseline())
-        self.apply_button.on_click(lambda _: self.apply())
-        self.sweep_df, self.result, self.seconds = None, None, 0.0
-        self.baseline = lab_metrics(cache, self.params)
-        for w in self.controls.values(): w.observe(lambda _: self.recompute(), 'value')
-        self.recompute()
-
-    @property
-    def params(self) -> QueryParams: return QueryParams().updated(**{n: w.value for n, w in self.controls.items()})
-
-    def _error(self, e): self.status.value = f'<span style="color:#b00">{html.escape(str(e))}</span>'
-
-    def recompute(self):
-        "Metrics, wins and losses for the controls' current values."
-        try:
-            p, t = self.params, time.perf_counter()
-            self.status.value = 'computing…'
-            self.result, self.seconds = lab_metrics(self.cache, p), time.perf_counter() - t
-        except (QmdError, OSError) as e: return self._error(e) # a bad value or a reranker that is not configured
-        self.status.value = f'recomputed in {self.seconds:.2f} s over {self.result.queries} queries'
-        self.command.value = f'<code>{html.escape(eval_command(p, self.folder or "DIR"))}</code>'
-        self._render()
-
-    def _render(self):
-        b, r = self.baseline, self.result
-        rows = ''.join(f'<tr><td>{m}</td><td>{x:.4f}</td><td>{y:.4f}</td><td style="color:{"#080" if y > x else "#b00" if y < x else "#000"}">{y - x:+.4f}</td></tr>'
-                       for m, x, y in zip(METRICS, metric_values(b).values(), metric_values(r).values()))
-        self.metrics_html.value = f'<table><tr><th></th><th>baseline</th><th>now</th><th>Δ</th></tr>{rows}</table>'
-        m = self.metric
-        self.changes = compare_runs(b, r, m, queries=self.cache.judged.queries)
-        v = self.changes.verdict.value_counts()
-        moved = self.changes[self.changes.verdict != 'tie'].head(20)
-        self.table.value = (f"<b>{v.get('win', 0)} wins, {v.get('loss', 0)} losses, {v.get('tie', 0)} ties</b> ({m} against the baseline)"
-                            + moved[['text', f'{m} a', f'{m} b', f'{m} Δ', 'verdict']].to_html(float_format='{:.3f}'.format))
-        self._plot()
-
-    def _plot(self):
-        if self.sweep_df is None: return
-        n, m = self.sweep_df.columns[0], self.sweep_metric.value
-        if n not in self.controls: return
-        cur = self.controls[n].value
-        mark, base = (cur, metric_values(self.result)[m]), metric_values(self.baseline)[m]
-        self.plot.value = svg_plot(self.sweep_df[n].tolist(), self.sweep_df[m].tolist(), n, m, base, mark)
-
-    def sweep_to(self, name:str|None=None, values=None, n:int=11) -> pd.DataFrame:
-        "Sweep one parameter over `values` (default: `n` points across its control's range) and plot the metric."
-        name = name or self.sweep_name.value
-        if values is None:
-            w = self.controls[name]
-            values = sorted({type(w.value)(round(x / w.step) * w.step) for x in np.linspace(w.min, w.max, n)})
-        try: self.sweep_df = sweep(self.cache, self.params, name, values)
-        except (QmdError, OSError) as e: return self._error(e)
-        self.sweep_name.value = name
-        self._plot()
-        return self.sweep_df
-
-    def save_baseline(self):
-        "The current metrics become the baseline that wins and losses are counted against."
-        self.baseline = self.result; self._render()
-
-    def apply(self) -> dict|None:
-        "Write the current setting to the target index's config."
-        if self.target is None: return self._error(UsageError("No target index to apply to"))
-        try: d = apply_params(self.target, self.params)
-        except (QmdError, OSError) as e: return self._error(e)
-        self.status.value = f'applied to index {html.escape(self.target.paths.name)}: query settings {html.escape(json.dumps(d))}'
-        return d
-
-    @property
-    def widget(self):
-        import ipywidgets as W
-        groups = [W.VBox([W.HTML(f'<b>{g}</b>'), *[self.controls[n] for n in ns]]) for g, ns in GROUPS.items()]
-        return W.VBox([W.HBox(groups), W.HBox([self.baseline_button, self.apply_button]), self.status, self.command,
-                       W.HBox([self.metrics_html, W.VBox([W.HBox([self.sweep_name, self.sweep_metric, self.sweep_button]), self.plot])]),
-                       W.HTML('⏳ a new value of this control re-runs retrieval or the reranker over every query once, then is cached'), self.table])
-
-    def _repr_mimebundle_(self, **kw): # the widget's own bundle: Jupyter draws it, and a captured run (nbdev-test) records it instead of printing
-        return self.widget._repr_mimebundle_(**kw)
-
-# %% ../../nbs/notebook/31_lab.ipynb #55f54e23
-def ranking_lab(source:str|Path|Store, # a BEIR folder, or an index (with `judgements`)
-                judgements:str|Path|None=None, # TSV of query<TAB>collection/path[<TAB>relevance], for an index
-                known_items:str|Path|None=None, # or a TSV of query<TAB>page known items (MRR@10, Hit@1, Hit@10), for an index
-                env:dict|None=None,
-                target:Store|None=None, # the index whose config "apply" writes (default: the index, or the default index for a folder)
-                params:QueryParams|None=None, # starting setting (default: the target's `query` settings)
-                embedder=None, progress:bool|None=None) -> RankingLab:
-    "Open the ranking lab on a BEIR folder or on an index with judged queries."
-    from qmd_nb.engine.embed import get_embedder
-    if isinstance(source, Store):
-        if judgements is None and known_items is None:
-            raise UsageError("An index needs a judgements file (query<TAB>collection/path[<TAB>relevance] lines) or known items")
-        target = target or source
-        p = params or QueryParams.from_settings(target.config.settings)
-        j = read_known(source, known_items) if known_items is not None else read_judgements(source, judgements)
-        c = build_cache(source, j, embedder or get_embedder(source.config.settings, env), p, progress)
-        return RankingLab(c, p, target, metric='mrr@10' if known_items is not None else 'ndcg@10')
-    target = target or Store(env=env)
-    p = params or QueryParams.from_settings(target.config.settings)
-    return RankingLab(beir_lab(source, env, p, embedder, progress), p, target, source)
