@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/embed.html.md"""
 
 # %% ../../nbs/engine/09_embed.ipynb #eae9cace
 from __future__ import annotations
-import hashlib, inspect, json, os, re, shutil, sys, threading, warnings
+import hashlib, inspect, os, re, sys, threading
 from collections import OrderedDict, deque
 from functools import lru_cache
 from pathlib import Path
@@ -15,12 +15,11 @@ import numpy as np
 from .chunk import model_dir, chunk_lines
 from .config import base_dirs
 from .errors import UsageError
+from .model import model_id, st_config, st_dim, export_openvino, QUANTIZATION, calibration_texts, quantize_openvino
 
 # %% auto #0
-__all__ = ['TEXT_FORMAT', 'PRECISIONS', 'QUANTIZATION', 'CALIBRATION_MODULES', 'length_batches', 'normalise', 'chunk_params',
-           'Embedder', 'HashEmbedder', 'model_id', 'st_config', 'st_dim', 'export_openvino', 'cpu_has_bf16',
-           'cpu_has_vnni', 'default_precision', 'OpenVINOEmbedder', 'calibration_texts', 'quantize_openvino',
-           'TorchEmbedder', 'get_embedder']
+__all__ = ['TEXT_FORMAT', 'PRECISIONS', 'length_batches', 'normalise', 'chunk_params', 'Embedder', 'HashEmbedder', 'cpu_has_bf16',
+           'cpu_has_vnni', 'default_precision', 'OpenVINOEmbedder', 'TorchEmbedder', 'get_embedder']
 
 # %% ../../nbs/engine/09_embed.ipynb #3f69710f
 def length_batches(lengths:list[int], # sort key of each text, its token count
@@ -122,79 +121,6 @@ class HashEmbedder(Embedder):
                 h = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), 'little')
                 out[r, h % self.dim] += 1.0 if h >> 63 else -1.0
         return out
-
-# %% ../../nbs/engine/09_embed.ipynb #82e96d62
-def _weights_digest(h, f:Path, samples:int=16, block:int=1 << 16):
-    "Feed the size and `samples` evenly spaced blocks of file `f` to hash `h`."
-    size = f.stat().st_size; h.update(f'{f.name}:{size}'.encode())
-    with open(f, 'rb') as fh:
-        for k in range(samples): fh.seek(size * k // samples); h.update(fh.read(block))
-
-def model_id(folder:str|Path # a sentence-transformers model folder
-            ) -> str:
-    "`name@digest` of a model folder: its name, its configuration and a sample of its weights."
-    p = Path(folder).resolve(); h = hashlib.sha1()
-    for f in sorted(p.glob('**/*.json')): h.update(f.relative_to(p).as_posix().encode()); h.update(f.read_bytes())
-    for f in sorted(p.glob('*.safetensors')) + sorted(p.glob('*.bin')): _weights_digest(h, f)
-    name = 'all-MiniLM-L6-v2' if p == Path(model_dir()).resolve() else p.name
-    return f'{name}@{h.hexdigest()[:10]}'
-
-def st_config(folder:str|Path # a sentence-transformers model folder
-             ) -> dict:
-    "The folder's `sentence_bert_config.json` (`max_seq_length`...), empty when absent."
-    f = Path(folder)/'sentence_bert_config.json'
-    return json.loads(f.read_text(encoding='utf-8')) if f.exists() else {}
-
-def st_dim(folder:str|Path # a sentence-transformers model folder
-          ) -> int|None:
-    "Vector size read from the folder's module configs (the last Dense, else Pooling), None when they don't say."
-    p = Path(folder); mods = json.loads((p/'modules.json').read_text(encoding='utf-8')) if (p/'modules.json').exists() else []
-    dim = None
-    for m in mods:
-        f = p/m.get('path', '')/'config.json'
-        if not m.get('path') or not f.exists(): continue
-        c = json.loads(f.read_text(encoding='utf-8'))
-        if m.get('type', '').endswith('Dense'): dim = c.get('out_features', dim)
-        elif m.get('type', '').endswith('Pooling'):
-            modes = sum(bool(v) for k, v in c.items() if k.startswith('pooling_mode_'))
-            dim = c.get('word_embedding_dimension', 0) * max(modes, 1) or None
-    return dim
-
-# %% ../../nbs/engine/09_embed.ipynb #f87a5c8e
-def export_openvino(folder:str|Path, # sentence-transformers model folder
-                    dest:Path # folder to hold `model.xml` and `model.bin` (created if missing)
-                   ) -> Path:
-    "Convert a sentence-transformers model to OpenVINO IR (inputs: token ids and mask; output: its sentence embedding)."
-    os.environ.setdefault('HF_HUB_OFFLINE', '1')
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
-    was = hf_logging.get_verbosity(); hf_logging.set_verbosity_error() # tracing reads `loss_function`, which warns about a loss no embedding uses
-    try: return _export(SentenceTransformer(str(folder), device='cpu', local_files_only=True).eval(), dest)
-    finally: hf_logging.set_verbosity(was)
-
-def _export(st, dest:Path) -> Path:
-    "Trace a loaded SentenceTransformer into OpenVINO IR at `dest`."
-    import torch, openvino as ov
-    class Wrap(torch.nn.Module):
-        def __init__(self, m): super().__init__(); self.m = m
-        def forward(self, input_ids, attention_mask):
-            return self.m({'input_ids': input_ids, 'attention_mask': attention_mask})['sentence_embedding']
-    ex = dict(input_ids=torch.ones(2, 16, dtype=torch.long), attention_mask=torch.ones(2, 16, dtype=torch.long))
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter('ignore') # tracer notes about Python branches that do not depend on the input
-        m = ov.convert_model(Wrap(st), example_input=ex,
-                             input=[('input_ids', [-1, -1], ov.Type.i64), ('attention_mask', [-1, -1], ov.Type.i64)])
-    return _save_ir(m, Path(dest))
-
-def _save_ir(m, dest:Path) -> Path:
-    "Write an OpenVINO model to `dest` so that a reader never sees half of it."
-    import openvino as ov
-    tmp = dest/f'tmp-{os.getpid()}'
-    ov.save_model(m, str(tmp/'model.xml'), compress_to_fp16=False) # fp32 weights: exact for fp32 runs too
-    os.replace(tmp/'model.bin', dest/'model.bin') # each rename is atomic; the xml comes last, so a
-    os.replace(tmp/'model.xml', dest/'model.xml') # reader that finds it finds the weights too
-    shutil.rmtree(tmp, ignore_errors=True)
-    return dest
 
 # %% ../../nbs/engine/09_embed.ipynb #e8f2c60f
 @lru_cache(maxsize=1)
@@ -319,46 +245,6 @@ class OpenVINOEmbedder(Embedder):
         with self._lock:
             if self._qreq is None: self._qreq = self._compile(self.query_threads).create_infer_request()
             return self._qreq.infer(self._feed([text]))[0][0].copy()
-
-# %% ../../nbs/engine/09_embed.ipynb #a594c8e5
-QUANTIZATION = 'sym-stdlib-docs-v1' # names the recipe (symmetric, calibrated on stdlib docstrings); a new one gets a new name and model file
-CALIBRATION_MODULES = ('abc', 'argparse', 'asyncio', 'base64', 'bisect', 'calendar', 'collections', 'contextlib', 'copy',
-    'csv', 'dataclasses', 'datetime', 'decimal', 'email', 'enum', 'fractions', 'functools', 'hashlib', 'heapq',
-    'html.parser', 'http.client', 'inspect', 'itertools', 'json', 'locale', 'logging', 'math', 'os', 'pathlib', 'pickle',
-    'random', 're', 'shutil', 'socket', 'sqlite3', 'ssl', 'statistics', 'string', 'subprocess', 'tarfile', 'tempfile',
-    'textwrap', 'threading', 'typing', 'unittest', 'urllib.parse', 'xml.etree.ElementTree', 'zipfile')
-
-def _docstrings(module:str) -> list[str]:
-    import importlib
-    m = importlib.import_module(module)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore') # deprecated aliases (typing.io, ...) warn when touched
-        docs = [m.__doc__] + [getattr(getattr(m, a, None), '__doc__', None) for a in sorted(dir(m)) if not a.startswith('_')]
-    return [d for d in docs if isinstance(d, str)]
-
-def calibration_texts(n:int=64, # at most this many texts
-                      size:int=1100 # characters per text: about one chunk of 250 word pieces
-                     ) -> list[str]:
-    "Chunk-sized English prose for calibrating int8 activations: docstrings of Python's standard library, joined."
-    paras = sorted({p for m in CALIBRATION_MODULES for d in _docstrings(m)
-                    for p in (' '.join(x.split()) for x in d.split('\n\n')) if len(p) > 200})
-    out, cur = [], ''
-    for p in paras[::max(1, len(paras) // (n * 3))]:
-        cur = f'{cur} {p}'.strip()
-        if len(cur) > size: out.append(cur); cur = ''
-    return out[:n]
-
-def quantize_openvino(xml:str|Path, # an fp32 OpenVINO model (from `export_openvino`)
-                      dest:Path, # folder for the int8 `model.xml` and `model.bin`
-                      feeds:list[dict] # calibration batches: the model's inputs (`OpenVINOEmbedder._feed`)
-                     ) -> Path:
-    "Post-training symmetric int8 quantization with NNCF (transformer rules, SmoothQuant), written so no reader sees half of it."
-    import contextlib, logging, openvino as ov, nncf
-    nncf.set_log_level(logging.ERROR)
-    with contextlib.redirect_stdout(sys.stderr): # NNCF draws progress bars on stdout, which an MCP server keeps for protocol
-        m = nncf.quantize(ov.Core().read_model(str(xml)), nncf.Dataset(feeds), model_type=nncf.ModelType.TRANSFORMER,
-                          preset=nncf.QuantizationPreset.PERFORMANCE, subset_size=len(feeds))
-    return _save_ir(m, Path(dest))
 
 # %% ../../nbs/engine/09_embed.ipynb #4a0111de
 class TorchEmbedder(Embedder):
