@@ -7,77 +7,19 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/keyword.html.md"""
 # %% ../../nbs/engine/04_keyword.ipynb #cd55b50c
 from __future__ import annotations
 import errno, json, shutil, tempfile
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from pathlib import Path
 import numpy as np
 from .config import atomic_write
-from .errors import UsageError
 from .text import Analyzer
 from .fields import doc_stream, is_stream, HEADER
 from .store import Store, generation
 from .segment import NF, FORMAT, DocText, build_segment, Segment
+from .bm25 import BM25Params, bm25f_weight, lucene_idf
 
 # %% auto #0
-__all__ = ['SEGMENT_DOCS', 'MERGE_FACTOR', 'FULL_SHARE', 'BM25Params', 'lucene_idf', 'bm25f_weight', 'bm25_norm', 'load_commit',
-           'current_commit', 'KeywordIndex', 'apply_changes', 'refresh', 'build_keyword_index', 'keyword_index']
-
-# %% ../../nbs/engine/04_keyword.ipynb #cff87afc
-@dataclass(frozen=True)
-class BM25Params:
-    "Keyword ranking parameters (settings key `bm25`); all apply at query time, none needs a rebuild."
-    k1: float = 1.2 # term-frequency saturation
-    b: float = 0.4 # length normalisation
-    title_weight: float = 2.0 # how much a title word counts against a body word (BM25F)
-    meta_weight: float = 1.5 # front matter description, summary, tags...
-    heading_weight: float = 1.5 # headings
-    lead_weight: float = 2.0 # the first sentence of the first paragraph
-    body_weight: float = 1.0 # everything else
-    proximity_depth: int = 100 # top candidates re-scored by positions (phrase, proximity, link lists) and collapsed
-    phrase_weight: float = 0.3 # bonus for query words found at their query offsets (all of them: the query as one phrase)
-    phrase_power: float = 2.0 # its curve: (share of the query's words aligned) ** power, so that the whole phrase counts most
-    near_weight: float = 0.05 # bonus for consecutive query words close together and in order
-    near_slop: int = 3 # ... at most this many words further apart than in the query
-    overview_yield: bool = True # a page matched inside its list of links yields to the linked page when that is a candidate
-    overview_min_links: int = 3 # link entries a page needs to count as a list of links
-    authority_weight: float = 0.1 # a question (no candidate quotes it): bonus log(1 + the other top candidates holding a candidate's title)
-    authority_depth: int = 30 # ... among this many top candidates
-    authority_title_words: int = 3 # ... for titles of at most this many words (names, not sentences)
-    main_copy_first: bool = True # a question: of same-named pages in different folders, the copy in the biggest folder leads
-    duplicate_threshold: float = 0.8 # estimated shingle overlap (Jaccard) from which results collapse into one
-
-    @classmethod
-    def from_settings(cls, settings:dict) -> BM25Params:
-        "Parameters from the config's `bm25` settings, refusing unknown keys."
-        return cls().updated(**dict(settings.get('bm25') or {}))
-
-    def updated(self, **kw) -> BM25Params:
-        "A copy with some parameters changed; strings are converted to the field's type; unknown names refused."
-        types = {f.name: type(getattr(self, f.name)) for f in fields(self)}
-        bad = set(kw) - set(types)
-        if bad: raise UsageError(f"Unknown bm25 setting(s): {', '.join(sorted(bad))} (known: {', '.join(types)})")
-        conv = {}
-        for k, v in kw.items():
-            t = types[k]
-            try: conv[k] = v.lower() in ('1', 'true', 'yes', 'on') if t is bool and isinstance(v, str) else t(v)
-            except (TypeError, ValueError): raise UsageError(f"bm25 setting {k} must be a {t.__name__} (got {v!r})") from None
-        return replace(self, **conv)
-
-    @property
-    def weights(self) -> np.ndarray:
-        "Field weights in `fields.FIELDS` order."
-        return np.array([self.title_weight, self.meta_weight, self.heading_weight, self.lead_weight, self.body_weight])
-
-def lucene_idf(df, n:int):
-    "Lucene's BM25 idf for document frequencies `df` in a corpus of `n` documents."
-    return np.log1p((n - np.asarray(df, dtype=np.float64) + 0.5) / (np.asarray(df, dtype=np.float64) + 0.5))
-
-def bm25f_weight(tf, norm):
-    "Saturated weight of a (weighted) term frequency; `norm` is `k1 (1 - b + b dl/avgdl)` (Lucene's form, no `k1 + 1`)."
-    return tf / (tf + norm)
-
-def bm25_norm(raw, max_score:float):
-    "Scores as a share of the best score the query can reach (`max_score`: the sum of its terms' idf)."
-    return np.clip(np.asarray(raw, dtype=np.float64) / max_score, 0, 1) if max_score > 0 else np.zeros_like(raw, dtype=np.float64)
+__all__ = ['SEGMENT_DOCS', 'MERGE_FACTOR', 'FULL_SHARE', 'load_commit', 'current_commit', 'KeywordIndex', 'apply_changes',
+           'refresh', 'build_keyword_index', 'keyword_index']
 
 # %% ../../nbs/engine/04_keyword.ipynb #8e8a4f4b
 def load_commit(root:Path) -> dict|None:

@@ -11,7 +11,8 @@ from .errors import UsageError
 from .text import Analyzer, parse_query, raw_tokens, fold
 from .store import Store, generation
 from .catalog import docs_by_ids, doc_bodies
-from .keyword import KeywordIndex, BM25Params, keyword_index, bm25_norm
+from .bm25 import bm25_norm
+from .keyword import KeywordIndex, BM25Params, keyword_index
 from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups, mentions, main_first, quoted_names, title_quoters
 from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .results import Hit, MAX_LIMIT, SearchResult, check_search_args, collection_names, to_results
