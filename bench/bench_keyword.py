@@ -29,7 +29,7 @@ def process_figures(env):
     first, first_mib = run(['collection', 'add', str(DATA/'tldr-pages'), '--name', 'tldr'], env)
     upd = [run(['update'], env)[0] for _ in range(5)]
     srch = [run(['search', 'archive files with tar', '-n', '10'], env) for _ in range(10)]
-    probe = ("import sys; from qmd_nb.cli import main; main(['search', 'compress files', '-n', '5']); "
+    probe = ("import sys; from qmd_nb.parser import main; main(['search', 'compress files', '-n', '5']); "
              "print('HEAVY', [m for m in ('torch', 'chromadb', 'sentence_transformers') if m in sys.modules], file=sys.stderr)")
     heavy = subprocess.run([sys.executable, '-c', probe], env=env, capture_output=True, text=True, encoding='utf-8').stderr.strip().split('HEAVY ')[-1]
     return dict(first_index_s=first, first_index_peak_mib=first_mib, update_nochange_s=statistics.median(upd),

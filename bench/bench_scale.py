@@ -136,7 +136,7 @@ print(len(todo))"""
 
 BREAKDOWN = """
 import time; t0 = time.perf_counter()
-from qmd_nb.cli import build_parser
+from qmd_nb.parser import build_parser
 t1 = time.perf_counter()
 import qmd_nb.engine.index as I
 t2 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The `qmd-nb` command: parse the arguments, call the engine, print the answer.
+"""The `qmd-nb` commands: each calls the engine and prints the answer (`qmd_nb.parser` parses the arguments).
 
 Docs: https://qmd-nb.github.io/qmd-nb/cli.html.md"""
 
@@ -6,12 +6,12 @@ Docs: https://qmd-nb.github.io/qmd-nb/cli.html.md"""
 
 # %% ../nbs/90_cli.ipynb #1ad078d8
 from __future__ import annotations
-import argparse, json, os, sys
+import json, os, sys
 
 # %% auto #0
-__all__ = ['RESULT_FORMATS', 'FILTER_FLAGS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_watch', 'cmd_search', 'cmd_get',
-           'cmd_multi_get', 'cmd_status', 'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve',
-           'cmd_mcp_config', 'cmd_ingest', 'cmd_source', 'build_parser', 'cmd_token', 'main']
+__all__ = ['FILTER_FLAGS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_watch', 'cmd_search', 'cmd_get', 'cmd_multi_get',
+           'cmd_status', 'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve', 'cmd_mcp_config',
+           'cmd_ingest', 'cmd_source', 'cmd_token']
 
 # %% ../nbs/90_cli.ipynb #c08af8be
 def _store(a):
@@ -248,82 +248,7 @@ def cmd_query(a):
                                              filter=_filter(a), collapse=not getattr(a, 'all', False), params=p)[0] # MCP's and REST's rules
     _print_results(res, a, _params_shown(p) if a.mode != 'server' else None)
 
-# %% ../nbs/90_cli.ipynb #547c12f6
-def _positive_int(s):
-    try: v = int(s)
-    except ValueError: raise argparse.ArgumentTypeError(f"not an integer: {s!r}")
-    if v < 1: raise argparse.ArgumentTypeError(f"must be at least 1: {v}")
-    return v
-
-def _score(s):
-    try: v = float(s)
-    except ValueError: raise argparse.ArgumentTypeError(f"not a number: {s!r}")
-    if not 0 <= v <= 1: raise argparse.ArgumentTypeError(f"must be between 0 and 1: {v}")
-    return v
-
-def _sub(sp, name, func, help, **kw):
-    p = sp.add_parser(name, help=help, description=help, **kw); p.set_defaults(func=func); return p
-
-RESULT_FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files') # as qmd_nb.engine.format.FORMATS (not imported: parsing stays light)
-
-def _format_args(p, choices:tuple=('cli', 'json')):
-    "`--format` and its alias `--json`: every command that prints results or data takes both."
-    p.add_argument('--format', choices=choices, default='cli', help=f"output: {', '.join(choices)} (default: cli)")
-    p.add_argument('--json', dest='format', action='store_const', const='json', help='the same as --format json')
-    return p
-
-def _collection_parsers(sp):
-    c = _sub(sp, 'collection', cmd_collection, 'Manage collections (folders that are indexed)')
-    cs = c.add_subparsers(dest='action', required=True, metavar='ACTION')
-    from qmd_nb.engine.config import DEFAULT_MASK
-    p = _format_args(cs.add_parser('add', help='Add a folder and index it')); p.add_argument('path')
-    p.add_argument('--name', help="collection name (default: the folder's name)")
-    p.add_argument('--mask', default=DEFAULT_MASK, help=f"glob(s), comma-separated (default: {DEFAULT_MASK}, every kind qmd-nb reads)")
-    p.add_argument('--force', action='store_true', help='add the folder even when another collection already covers it')
-    _format_args(cs.add_parser('list', help='List collections'))
-    _format_args(cs.add_parser('show', help='Show one collection')).add_argument('name')
-    cs.add_parser('remove', help='Remove a collection (files stay)').add_argument('name')
-    p = cs.add_parser('rename', help='Rename a collection'); p.add_argument('name'); p.add_argument('new_name')
-    c = _sub(sp, 'context', cmd_context, 'Describe parts of the index for agents')
-    cs = c.add_subparsers(dest='action', required=True, metavar='ACTION')
-    p = cs.add_parser('add', help="PATH is '/', qmd://collection[/folder] or a folder on disk"); p.add_argument('path'); p.add_argument('text')
-    _format_args(cs.add_parser('list', help='List contexts'))
-    cs.add_parser('rm', help='Remove a context').add_argument('path')
-
-# %% ../nbs/90_cli.ipynb #cb5122d4
-def _search_parsers(sp):
-    for name in ('update', 'index'):
-        p = _sub(sp, name, cmd_update, 'Re-index collections incrementally' + (' (alias of update)' if name == 'index' else ''))
-        p.add_argument('-c', '--collection', action='append', help='only this collection (repeatable)')
-        p.add_argument('--pull', action='store_true', help='git pull collections that are git checkouts first'); _format_args(p)
-    p = _sub(sp, 'watch', cmd_watch, 'Keep the index fresh: re-index files as they change (and embed them when vectors exist), until Ctrl-C')
-    p.add_argument('--no-embed', action='store_true', help='keyword index only: do not embed changed files')
-    p = _sub(sp, 'search', cmd_search, 'Keyword (BM25) search: words, "exact phrases", -exclusions')
-    p.add_argument('query'); p.add_argument('-n', type=_positive_int, default=10, help='number of results (default 10)')
-    p.add_argument('-c', '--collection', help='only these collections (comma-separated)')
-    p.add_argument('--min-score', type=_score, default=0.0, help='drop results below this score, 0..1')
-    _format_args(p, RESULT_FORMATS)
-    p.add_argument('--explain', action='store_true', help='show how each score was made, and the ranking parameters')
-    p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a bm25 ranking parameter (repeatable)')
-    _all_arg(p); _mode_args(p); _filter_args(p)
-    p = _sub(sp, 'get', cmd_get, 'Print a document: path, collection/path, qmd:// URI, absolute path or #docid, optionally :LINE')
-    p.add_argument('file'); p.add_argument('--from', dest='from_line', type=_positive_int, help='first line (1-based)')
-    p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true'); _format_args(p)
-    p = _sub(sp, 'multi-get', cmd_multi_get, "Print several documents: a glob over collection/path, or a comma-separated list")
-    p.add_argument('pattern'); p.add_argument('--max-bytes', type=_positive_int, default=10240, help='skip larger files (default 10240)')
-    p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true'); _format_args(p)
-    _format_args(_sub(sp, 'status', cmd_status, 'Show documents, collections, embedding backlog and index size'))
-    p = _sub(sp, 'eval', cmd_eval, 'Evaluate ranking on a BEIR-format folder, or known-item search on this index')
-    p.add_argument('dir', nargs='?', help='a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv)')
-    p.add_argument('--known-item', metavar='FILE', help='TSV of query<TAB>page lines, run on this index: MRR@10, Hit@1, Hit@10, p50')
-    p.add_argument('--mode', choices=('search', 'vsearch', 'query'), default='search')
-    p.add_argument('--no-rerank', action='store_true', help='query mode: skip the reranker')
-    p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
-    _format_args(p); _vector_parsers(sp)
-    _watch_arg(_limit_args(_tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)'))))
-    _serve_parsers(sp)
-
-# %% ../nbs/90_cli.ipynb #fafd7d01
+# %% ../nbs/90_cli.ipynb #2a1b3646
 def cmd_mcp(a):
     "mcp: the MCP server over stdio"
     from qmd_nb.serve.server import serve
@@ -354,75 +279,8 @@ def cmd_mcp_config(a):
 
 def _csv_list(vals): return [x.strip() for v in vals or [] for x in v.split(',') if x.strip()]
 
-def _port(s):
-    v = _positive_int(s)
-    if v > 65535: raise argparse.ArgumentTypeError(f"not a port: {v}")
-    return v
-
-def _serve_parsers(sp):
-    p = _sub(sp, 'serve', cmd_serve, 'Serve the index: MCP over stdio, REST and MCP (at /mcp) over HTTP, or both in one process')
-    p.add_argument('--transport', choices=('mcp', 'http', 'both'), default='http', help='mcp: stdio; http: REST + MCP Streamable HTTP; both (default: http)')
-    p.add_argument('--host', default='127.0.0.1', help='address to listen on (default 127.0.0.1, this machine only)')
-    p.add_argument('--port', type=_port, default=18765, help='HTTP port (default 18765)')
-    p.add_argument('--allowed-origins', action='append', metavar='ORIGINS', help='also accept requests from these browser Origins (comma-separated; http://host:* for any port)')
-    p.add_argument('--allowed-hosts', action='append', metavar='HOSTS', help='also accept these Host headers (comma-separated; host:* for any port)')
-    _watch_arg(_tools_arg(p)); _limit_args(p)
-    p.add_argument('--client-timeout', type=_seconds, default=15.0, metavar='SECONDS', help='HTTP: drop a client that has not sent a whole request within this (default 15)')
-    g = p.add_argument_group('security (HTTP)', 'requests need a bearer token by default (see qmd-nb token)')
-    g.add_argument('--no-auth', action='store_true', help='no tokens: anyone who reaches the port may use it (loopback addresses only)')
-    g.add_argument('--allow-path', action='append', metavar='DIR', help='let clients name files and folders under DIR (collections/add, ingest of paths); repeatable')
-    g.add_argument('--cert', metavar='PEM', help='TLS certificate: serve HTTPS (with --key)'); g.add_argument('--key', metavar='PEM', help='TLS private key')
-    g.add_argument('--no-oauth', action='store_true', help='no OAuth 2.1 for MCP clients (tokens only)')
-    g.add_argument('--public-url', metavar='URL', help='the URL clients reach the server at, when not http(s)://HOST:PORT (the OAuth issuer)')
-    p = _sub(sp, 'mcp-config', cmd_mcp_config, 'Print MCP configurations for Claude Desktop, Claude Code and VS Code (HTTP ones with your token)')
-    p.add_argument('--port', type=_port, default=18765, help='port for the HTTP variant (default 18765)')
-    p.add_argument('--url', help='the server URL for the HTTP variant (default http://127.0.0.1:PORT)')
-    _token_parsers(sp)
-
-# %% ../nbs/90_cli.ipynb #a1d32d0c
-def _seconds(s):
-    try: v = float(s)
-    except ValueError: raise argparse.ArgumentTypeError(f"not a number of seconds: {s!r}")
-    if not 0 < v <= 86400: raise argparse.ArgumentTypeError(f"must be between 0 and 86400 seconds: {v}")
-    return v
-
-def _limit_args(p):
-    p.add_argument('--request-timeout', type=_seconds, metavar='SECONDS', help='stop a search or read that takes longer than this (default 30)')
-    p.add_argument('--allow-private-urls', action='store_true', help='let URL ingestion fetch loopback, private and link-local addresses (off: a client cannot reach your network through qmd-nb)')
-    return p
-def _all_arg(p):
-    p.add_argument('--all', action='store_true', help='show every copy of near-duplicate documents (default: once, "+N similar")')
-
-def _mode_args(p):
-    p.add_argument('--mode', choices=('local', 'server'), default='local', help='server: ask a running qmd-nb serve (warm model)')
-    p.add_argument('--server', help='server URL for --mode server (default: $QMD_NB_SERVER or http://127.0.0.1:18765)')
-
-def _watch_arg(p):
-    p.add_argument('--watch', action='store_true', help='keep the index fresh from file changes (as qmd-nb watch), telling MCP clients')
-    return p
-
-def _tools_arg(p):
-    p.add_argument('--tools', action='append', metavar='PROFILES',
-                   help='MCP tool profiles to expose, comma-separated: qmd, vectordb, mdq, recall, ldims (default: qmd)')
-    return p
-
-# %% ../nbs/90_cli.ipynb #78e46f0c
+# %% ../nbs/90_cli.ipynb #376eb327
 FILTER_FLAGS = {'labels': 'label', 'metadata': 'meta'} # flags named otherwise than their filter key (`--label ops`)
-
-def _filter_flag(kind:str, doc:str) -> dict:
-    "argparse options for a filter key of `kind` (see `qmd_nb.engine.filter.FILTER_FIELDS`)."
-    from qmd_nb.engine.filter import SORTS
-    doc = doc if doc[1:2].isupper() else doc[0].lower() + doc[1:] # 'YYYY-MM-DD' stays
-    return {'labels': dict(action='append', metavar='LABELS', help=doc + ' (repeatable, comma-separated)'),
-            'metadata': dict(action='append', type=_kv, metavar='KEY=VALUE', help=doc + ' (repeatable)'),
-            'date': dict(metavar='DATE', help=doc), 'duration': dict(metavar='DURATION', help=doc),
-            'sort': dict(choices=SORTS, help=doc.split(':')[0])}.get(kind, dict(help=doc))
-
-def _filter_args(p):
-    "The filter flags, one per filter key."
-    from qmd_nb.engine.filter import FILTER_FIELDS # the vocabulary (no numpy: parsing stays light)
-    g = p.add_argument_group('metadata filters', 'applied before the top results are cut')
-    for k, (kind, doc) in FILTER_FIELDS.items(): g.add_argument('--' + FILTER_FLAGS.get(k, k).replace('_', '-'), dest=FILTER_FLAGS.get(k, k), **_filter_flag(kind, doc))
 
 def _filter(a) -> dict|None:
     "The filter flags as a filter dict (None when none is set)."
@@ -432,26 +290,7 @@ def _filter(a) -> dict|None:
     if d['metadata']: d['metadata'] = dict(d['metadata'])
     return {k: v for k, v in d.items() if v} or None
 
-def _kv(s):
-    if '=' not in s: raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {s!r}")
-    return tuple(x.strip() for x in s.split('=', 1))
-
-# %% ../nbs/90_cli.ipynb #e31b35b3
-def _vector_parsers(sp):
-    p = _sub(sp, 'embed', cmd_embed, 'Embed pending documents (resumable; Ctrl-C keeps what is done)')
-    p.add_argument('-f', '--force', action='store_true', help='drop this model\'s vectors and embed everything again')
-    p.add_argument('-c', '--collection', action='append', help='only this collection (repeatable)'); _format_args(p)
-    for name, func, h, ms in (('vsearch', cmd_vsearch, 'Semantic (vector) search', 0.3), ('query', cmd_query, 'Hybrid search: keyword + vectors, expansion, fusion, reranking', 0.01)):
-        p = _sub(sp, name, func, h)
-        p.add_argument('query'); p.add_argument('-n', type=_positive_int, default=10, help='number of results (default 10)')
-        p.add_argument('-c', '--collection', help='only these collections (comma-separated)')
-        p.add_argument('--min-score', type=_score, default=ms, help=f'drop results below this score, 0..1 (default {ms})')
-        _format_args(p, RESULT_FORMATS); _all_arg(p); _mode_args(p); _filter_args(p)
-        if name == 'query':
-            p.add_argument('--explain', action='store_true', help='show how each score was made')
-            p.add_argument('--no-rerank', action='store_true', help='skip the reranker')
-            p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
-
+# %% ../nbs/90_cli.ipynb #6a9df799
 def cmd_ingest(a):
     "ingest: one file or URL into a library"
     from qmd_nb.engine.ingest import ingest
@@ -485,32 +324,7 @@ def cmd_source(a):
         if not srcs: print('No sources yet. Add one: qmd-nb source add -s PATH -d "what it holds"')
         for s in srcs: print(f"{s.name}\t{s.documents} docs\t{s.path}\t{s.description or '(no description)'}")
 
-def _ingest_parsers(sp):
-    p = _sub(sp, 'ingest', cmd_ingest, 'Add one file (md, txt, pdf, docx, html) or http(s) URL to a library, without scanning a folder')
-    p.add_argument('source', metavar='PATH|URL'); p.add_argument('--library', default='default', help='library (collection) to add it to (default: default)')
-    p.add_argument('--metadata', metavar='JSON', help='metadata to keep with it, a JSON object (e.g. \'{"labels": ["ops"]}\')')
-    _format_args(p)
-    p.add_argument('--allow-private-urls', action='store_true', help='fetch a URL on this machine or its private network too')
-    p = _sub(sp, 'source', cmd_source, 'Sources for the mdq tools: folders with a description for agents')
-    cs = p.add_subparsers(dest='action', required=True)
-    q = _format_args(cs.add_parser('add', help='Register and index a folder (-s PATH or NAME:PATH) with a description'))
-    q.add_argument('-s', '--source', required=True, metavar='PATH'); q.add_argument('-d', '--description', required=True)
-    q.add_argument('--force', action='store_true', help='add the folder even when a collection already covers it')
-    _format_args(cs.add_parser('list', help='List sources'))
-    cs.add_parser('remove', help='Forget a source (files stay)').add_argument('name')
-
-# %% ../nbs/90_cli.ipynb #c4d09a07
-def build_parser() -> argparse.ArgumentParser:
-    "The `qmd-nb` argument parser."
-    from qmd_nb import __version__
-    p = argparse.ArgumentParser(prog='qmd-nb', description='Local search over your documents, for people and AI agents.')
-    p.add_argument('--index', default=os.environ.get('QMD_NB_INDEX', 'index'), help='named index to use (default: index)')
-    p.add_argument('--version', action='version', version=f'qmd-nb {__version__}')
-    sp = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
-    _collection_parsers(sp); _search_parsers(sp); _ingest_parsers(sp)
-    return p
-
-# %% ../nbs/90_cli.ipynb #d86cd23b
+# %% ../nbs/90_cli.ipynb #0fb52f91
 def _when(t) -> str:
     import datetime as dt
     return 'never' if t is None else dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
@@ -533,33 +347,3 @@ def cmd_token(a):
         if not recs: print("No tokens yet. 'qmd-nb serve --transport http' makes the default one; 'qmd-nb token create --scope read' makes more.")
         for r in recs: print('\t'.join([r['name'], r['id'], r.get('kind', 'token'), r['scope'], ','.join(r.get('collections') or []) or 'all collections',
                                          f"created {_when(r.get('created'))}", f"expires {_when(r.get('expires'))}"]))
-
-def _token_parsers(sp):
-    p = _sub(sp, 'token', cmd_token, 'Bearer tokens for the HTTP server: create, list, revoke')
-    cs = p.add_subparsers(dest='action', required=True, metavar='ACTION')
-    q = cs.add_parser('create', help='Make a token (printed once)')
-    q.add_argument('--scope', choices=('read', 'write', 'admin'), required=True, help='read: search and read; write: also ingest URLs, contexts, update; admin: also collections and server-side paths')
-    q.add_argument('--collections', metavar='A,B', help='only these collections')
-    q.add_argument('--expires', metavar='DURATION', help='e.g. 12h, 30d, 2w, 1y (default: never)')
-    q.add_argument('--name', help='a name to list and revoke it by')
-    _format_args(cs.add_parser('list', help='List tokens and OAuth grants (no secrets)'))
-    cs.add_parser('revoke', help='Revoke a token or OAuth grant by name or id').add_argument('name')
-
-# %% ../nbs/90_cli.ipynb #1ea4c2d7
-def main(argv:list[str]|None=None, # arguments (default: sys.argv[1:])
-         env:dict|None=None # environment for index lookup (default: os.environ)
-        ) -> int:
-    "Run the `qmd-nb` command line; returns the exit code."
-    import sqlite3
-    from qmd_nb.engine.errors import QmdError, storage_error
-    a = build_parser().parse_args(argv)
-    if argv is None: os.umask(0o077) # the `qmd-nb` process: the index and its copies of documents are the owner's alone
-    a.env = env
-    try: return a.func(a) or 0
-    except QmdError as e: print(f"Error: {e}", file=sys.stderr); return getattr(e, 'exit_code', 1)
-    except KeyboardInterrupt:
-        print("\nInterrupted. The index is consistent; run the command again to finish.", file=sys.stderr); return 130
-    except BrokenPipeError: return 0
-    except (OSError, sqlite3.Error) as e: # a read-only or full disk that no layer named yet: a sentence, not a traceback
-        if (err := storage_error(e)) is None: raise
-        print(f"Error: {err}", file=sys.stderr); return 1
