@@ -68,7 +68,7 @@ def process_figures(folder:Path, env:dict, q:str) -> dict:
     try:
         for k in range(5):
             victim.write_bytes(orig + f'\nEdited for the bench, round {k}.\n'.encode()); one.append(timed(['update'], env, cpu=True))
-    finally: # put it back, then update twice, a second apart: the file is no longer racy (see qmd_nb.engine.index.racy)
+    finally: # put it back, then update twice, a second apart: the file is no longer racy (see qmd_nb.engine.scan.racy)
         victim.write_bytes(orig); timed(['update'], env); time.sleep(1.1); timed(['update'], env)
     srch = [timed(['search', q, '-n', '10'], env) for _ in range(7)]
     cpu = [timed(['search', q, '-n', '10'], env, cpu=True)[1] for _ in range(7)]

@@ -205,7 +205,7 @@ def mark_updated(store:Store, collection:str,
 def _note_scan(db, collection, scan_ns): db.execute("INSERT OR REPLACE INTO kv VALUES(?,?)", (f'scan_ns:{collection}', str(scan_ns)))
 
 def note_scan(store:Store, collection:str, scan_ns:int):
-    "Record when a folder scan of a collection began (`update` compares mtimes with it: see `qmd_nb.engine.index.racy`)."
+    "Record when a folder scan of a collection began (`update` compares mtimes with it: see `qmd_nb.engine.scan.racy`)."
     with store.tx() as db: _note_scan(db, collection, scan_ns)
 
 def scan_started(store:Store, collection:str) -> int|None:
