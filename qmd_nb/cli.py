@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse, json, os, sys
 
 # %% auto #0
-__all__ = ['RESULT_FORMATS', 'SORTS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_watch', 'cmd_search', 'cmd_get',
+__all__ = ['RESULT_FORMATS', 'FILTER_FLAGS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_watch', 'cmd_search', 'cmd_get',
            'cmd_multi_get', 'cmd_status', 'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve',
            'cmd_mcp_config', 'cmd_ingest', 'cmd_source', 'build_parser', 'cmd_token', 'main']
 
@@ -208,6 +208,11 @@ def _embedder(st, a):
     from qmd_nb.engine.embed import get_embedder
     return get_embedder(st.config.settings, a.env)
 
+def _engine(st, a):
+    "The engine the searches go through, as for MCP and REST (the model loads only when a search needs it)."
+    from qmd_nb.engine.api import Engine
+    return Engine(st, lambda: _embedder(st, a))
+
 def cmd_embed(a):
     "embed"
     from qmd_nb.engine.vectors import embed
@@ -222,24 +227,25 @@ def cmd_embed(a):
 
 def cmd_vsearch(a):
     "vsearch"
-    from qmd_nb.engine.vectors import vsearch
+    from qmd_nb.engine.api import run_vsearch
     if a.mode == 'server': res = _remote(a, 'vsearch')
     else:
         st = _store(a)
-        res = [] if _hint(st) else vsearch(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, filter=_filter(a), collapse=not getattr(a, 'all', False))
+        res = [] if _hint(st) else run_vsearch(_engine(st, a), a.query, a.n, a.min_score, a.collection, _filter(a), not getattr(a, 'all', False))
     _print_results(res, a)
 
 def cmd_query(a):
     "query"
-    from qmd_nb.engine.hybrid import query, QueryParams
+    from qmd_nb.engine.hybrid import QueryParams
+    from qmd_nb.engine.api import run_query
     if a.mode == 'server':
         if a.set: from qmd_nb.engine.config import UsageError; raise UsageError("--set works in local mode only (the server uses its own settings)")
         res = _remote(a, 'query', rerank=not a.no_rerank, explain=a.explain)
     else:
         st = _store(a)
         p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
-        res = [] if _hint(st) else query(st, _embedder(st, a), a.query, a.n, a.collection, a.min_score, p, rerank=False if a.no_rerank else None,
-                                         explain=a.explain, filter=_filter(a), collapse=not getattr(a, 'all', False))
+        res = [] if _hint(st) else run_query(_engine(st, a), a.query, a.n, a.min_score, a.collection, rerank=not a.no_rerank, explain=a.explain,
+                                             filter=_filter(a), collapse=not getattr(a, 'all', False), params=p)[0] # MCP's and REST's rules
     _print_results(res, a, _params_shown(p) if a.mode != 'server' else None)
 
 # %% ../nbs/90_cli.ipynb #547c12f6
@@ -398,25 +404,30 @@ def _tools_arg(p):
                    help='MCP tool profiles to expose, comma-separated: qmd, vectordb, mdq, recall, ldims (default: qmd)')
     return p
 
-SORTS = ('created_at', '-created_at', 'updated_at', '-updated_at') # as qmd_nb.engine.filter.SORTS (not imported: numpy would slow start-up)
+FILTER_FLAGS = {'labels': 'label', 'metadata': 'meta'} # flags named otherwise than their filter key (`--label ops`)
+
+def _filter_flag(kind:str, doc:str) -> dict:
+    "argparse options for a filter key of `kind` (see `qmd_nb.engine.filter.FILTER_FIELDS`)."
+    from qmd_nb.engine.filter import SORTS
+    doc = doc if doc[1:2].isupper() else doc[0].lower() + doc[1:] # 'YYYY-MM-DD' stays
+    return {'labels': dict(action='append', metavar='LABELS', help=doc + ' (repeatable, comma-separated)'),
+            'metadata': dict(action='append', type=_kv, metavar='KEY=VALUE', help=doc + ' (repeatable)'),
+            'date': dict(metavar='DATE', help=doc), 'duration': dict(metavar='DURATION', help=doc),
+            'sort': dict(choices=SORTS, help=doc.split(':')[0])}.get(kind, dict(help=doc))
 
 def _filter_args(p):
+    "The filter flags, one per filter key."
+    from qmd_nb.engine.filter import FILTER_FIELDS # the vocabulary (no numpy: parsing stays light)
     g = p.add_argument_group('metadata filters', 'applied before the top results are cut')
-    g.add_argument('--label', action='append', metavar='LABELS', help='any of these labels or tags (repeatable, comma-separated)')
-    g.add_argument('--author'); g.add_argument('--type', help='file type (pdf, docx, html, md, txt) or declared type')
-    for k in ('created-after', 'created-before', 'updated-after', 'updated-before'): g.add_argument(f'--{k}', metavar='DATE', help='YYYY-MM-DD or ISO 8601')
-    for k in ('created-within', 'updated-within'): g.add_argument(f'--{k}', metavar='DURATION', help='e.g. 30d, 2w, 3m, 1y')
-    g.add_argument('--stale', metavar='DURATION', help='not updated within this duration')
-    g.add_argument('--sort', choices=SORTS, help='order results by date instead of relevance')
-    g.add_argument('--meta', action='append', type=_kv, metavar='KEY=VALUE', help='metadata equality (repeatable)')
+    for k, (kind, doc) in FILTER_FIELDS.items(): g.add_argument('--' + FILTER_FLAGS.get(k, k).replace('_', '-'), dest=FILTER_FLAGS.get(k, k), **_filter_flag(kind, doc))
 
 def _filter(a) -> dict|None:
     "The filter flags as a filter dict (None when none is set)."
-    keys = ('author', 'type', 'created_after', 'created_before', 'updated_after', 'updated_before', 'created_within', 'updated_within', 'stale', 'sort')
-    d = {k: getattr(a, k) for k in keys if getattr(a, k, None)}
-    if getattr(a, 'label', None): d['labels'] = _csv_list(a.label)
-    if getattr(a, 'meta', None): d['metadata'] = dict(a.meta)
-    return d or None
+    from qmd_nb.engine.filter import FILTER_FIELDS
+    d = {k: getattr(a, FILTER_FLAGS.get(k, k), None) for k in FILTER_FIELDS}
+    if d['labels']: d['labels'] = _csv_list(d['labels'])
+    if d['metadata']: d['metadata'] = dict(d['metadata'])
+    return {k: v for k, v in d.items() if v} or None
 
 def _kv(s):
     if '=' not in s: raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {s!r}")

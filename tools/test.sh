@@ -21,6 +21,8 @@ $B/python tools/render_docs.py --check-sidebar
 $B/python tools/check_docs_exec.py --run
 echo "== every text file opened with an explicit encoding (a model load switches the locale to ASCII for a moment)"
 $B/python tools/lint_encoding.py qmd_nb tests bench tools
+echo "== the package's shape: module and function sizes, no private name imported across modules, no SQL outside qmd_nb/engine/"
+$B/python tools/check_shape.py
 echo "== nbdev-test"
 $B/nbdev-test
 echo "== pytest"

@@ -12,8 +12,9 @@ from .errors import QmdError, UsageError, time_left
 from .store import Store
 from .auth import confine, read_confined
 from typing import TYPE_CHECKING
-if TYPE_CHECKING: from qmd_nb.engine.search import SearchResult
+if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult
 from .documents import qmd_uri
+from .catalog import documents, has_vectors
 
 # %% auto #0
 __all__ = ['LIST_PAGE', 'ModelNotLoaded', 'Engine', 'EngineView', 'confine_path', 'client_reader', 'run_vsearch', 'run_query',
@@ -138,7 +139,7 @@ def run_vsearch(engine:Engine, query:str, limit:int=10, min_score:float=0.3, col
 
 def _bounded(query, intent, searches):
     "Refuse inputs whose cost is out of proportion (a 1 MB intent took 16 s)."
-    from qmd_nb.engine.search import MAX_QUERY
+    from qmd_nb.engine.results import MAX_QUERY
     for name, v in (('query', query), ('intent', intent)):
         if isinstance(v, str) and len(v) > MAX_QUERY: raise UsageError(f"{name} is too long ({len(v)} characters; the limit is {MAX_QUERY})")
     if isinstance(searches, list):
@@ -153,14 +154,15 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
               rerank:bool=True, candidate_limit:int|None=None, # candidates the reranker re-scores
               explain:bool=False, # attach each result's score story
               filter:dict|None=None, # metadata conditions (see `qmd_nb.engine.filter`)
-              collapse:bool=True # near-copies shown once, under the best-ranked one
+              collapse:bool=True, # near-copies shown once, under the best-ranked one
+              params=None # `QueryParams` to rank with (default: the index's settings; the CLI's `--set` overrides them)
              ) -> tuple[list[SearchResult], str]:
     "Hybrid search results and the query text they answer (keyword search alone while there are no vectors)."
     from qmd_nb.engine.hybrid import query as hybrid_query, QueryParams # imported on first use: the MCP server starts without them
     if query is not None and searches: raise UsageError("Give either query or searches, not both")
     if query is None and not searches: raise UsageError("query (or searches) is required")
     _bounded(query, intent, searches)
-    p = QueryParams.from_settings(engine.store.config.settings)
+    p = params or QueryParams.from_settings(engine.store.config.settings)
     if candidate_limit is not None:
         if isinstance(candidate_limit, bool) or not isinstance(candidate_limit, int) or not 1 <= candidate_limit <= 200:
             raise UsageError(f"candidateLimit must be an integer from 1 to 200 (got {candidate_limit!r})")
@@ -171,7 +173,7 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
     return hybrid_query(engine.store, emb, rq, limit, collection, min_score, p, searches, None if rerank else False, explain, filter, collapse), text
 
 # %% ../../nbs/engine/20_api.ipynb #38eea24f
-def has_vectors_any(store:Store) -> bool: return bool(store.q("SELECT 1 FROM embedded LIMIT 1"))
+def has_vectors_any(store:Store) -> bool: return has_vectors(store) # of any model: hybrid search needs the model then
 
 def current_fingerprint(engine:Engine) -> str|None:
     "The embedding fingerprint, without loading the model (None if the model settings are broken)."
@@ -209,7 +211,6 @@ def list_documents(engine:Engine, cursor:str|None=None, # from the previous page
                   ) -> tuple[list[dict], str|None]:
     "One page of the indexed documents as MCP resources (uri, name, title, mimeType, size), and the cursor of the next page (None: the last)."
     limit = limit or LIST_PAGE
-    rows = engine.store.q("SELECT collection, path, title, size FROM documents WHERE (collection, path) > (?, ?) "
-                          "ORDER BY collection, path LIMIT ?", (*_after(cursor), limit + 1))
-    page = [dict(uri=qmd_uri(f'{c}/{p}'), name=f'{c}/{p}', title=t, mimeType='text/markdown', size=s) for c, p, t, s in rows[:limit]]
-    return page, _cursor(rows[limit - 1][:2]) if len(rows) > limit else None
+    rows = documents(engine.store, after=_after(cursor), limit=limit + 1)
+    page = [dict(uri=qmd_uri(d.file), name=d.file, title=d.title, mimeType='text/markdown', size=d.size) for d in rows[:limit]]
+    return page, _cursor((rows[limit - 1].collection, rows[limit - 1].path)) if len(rows) > limit else None

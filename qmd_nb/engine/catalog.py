@@ -15,7 +15,9 @@ import json
 __all__ = ['put_docs', 'touch_docs', 'move_docs', 'remove_docs', 'drop_orphans', 'Known', 'doc_index', 'doc_hashes',
            'docs_by_ids', 'doc_bodies', 'doc_body', 'cached_conversion', 'cache_conversions', 'library_files',
            'hashes_with_prefix', 'docid', 'is_docid', 'docs_by_docid', 'set_problems', 'replace_problems',
-           'add_problem', 'mark_updated', 'note_scan', 'scan_started', 'forget_collection', 'rename_in_catalog']
+           'add_problem', 'mark_updated', 'note_scan', 'scan_started', 'forget_collection', 'rename_in_catalog',
+           'documents', 'documents_where', 'count', 'doc_paths', 'doc_keys', 'has_vectors', 'problems', 'kv_get',
+           'kv_set']
 
 # %% ../../nbs/engine/03b_catalog.ipynb #affa0848
 def put_docs(store:Store, docs:list[NewDoc]):
@@ -227,3 +229,73 @@ def rename_in_catalog(store:Store, old:str, new:str):
         for t, c in (('documents', 'collection'), ('problems', 'collection'), ('collection_state', 'name'), ('ingested', 'library')):
             db.execute(f"UPDATE {t} SET {c}=? WHERE {c}=?", (new, old))
         db.execute("UPDATE kv SET key=? WHERE key=?", (f'scan_ns:{new}', f'scan_ns:{old}')); bump_generation(db)
+
+# %% ../../nbs/engine/03b_catalog.ipynb #0ec61bb2
+def _in(col:str, values:list) -> str: return f"{col} IN ({','.join('?' * len(values))})"
+
+def documents(store:Store, collection:str|list|None=None, # a collection, or several (None: all)
+              path:str|None=None, # only documents at this path (within their collection)
+              keys:list|None=None, # only these (collection, path) pairs
+              after:tuple|None=None, # (collection, path) to start after: the previous page's last
+              limit:int|None=None, offset:int=0) -> list[DocRow]:
+    "Documents in (collection, path) order, narrowed by any of the arguments."
+    if keys is not None:
+        out = []
+        for k in range(0, len(keys), 400):
+            part = keys[k:k+400]
+            out += documents_where(store, ' OR '.join(['(collection=? AND path=?)'] * len(part)), [x for kp in part for x in kp])
+        return sorted(out, key=lambda d: (d.collection, d.path))[offset:None if limit is None else offset + limit]
+    conds, args = [], []
+    if collection is not None:
+        names = [collection] if isinstance(collection, str) else list(collection)
+        conds.append(_in('collection', names)); args += names
+    if path is not None: conds.append('path=?'); args.append(path)
+    if after is not None: conds.append('(collection, path) > (?, ?)'); args += list(after)
+    return documents_where(store, ' AND '.join(conds), args, limit, offset)
+
+def documents_where(store:Store, where:str, args:list, limit:int|None=None, offset:int=0) -> list[DocRow]:
+    "The engine's own queries over `documents` (a WHERE clause on its columns), as `DocRow`s in (collection, path) order."
+    sql = f"SELECT {DOC_COLS} FROM documents{' WHERE ' + where if where else ''} ORDER BY collection, path"
+    if limit is not None or offset: sql += f" LIMIT {-1 if limit is None else int(limit)} OFFSET {int(offset)}"
+    return [doc_row(r) for r in store.q(sql, args)]
+
+# %% ../../nbs/engine/03b_catalog.ipynb #0ebcb39d
+def count(store:Store, collection:str|None=None, # only this collection (None: all)
+          prefix:str|None=None # only paths starting with this (within `collection`)
+         ) -> int:
+    "How many documents the catalog holds."
+    conds, args = [], []
+    if collection is not None: conds.append('collection=?'); args.append(collection)
+    if prefix: conds.append('path >= ? AND path < ?'); args += [prefix, prefix + '\U0010ffff']
+    return store.q("SELECT count(*) FROM documents" + (' WHERE ' + ' AND '.join(conds) if conds else ''), args)[0][0]
+
+def doc_paths(store:Store, collection:str, prefix:str='', limit:int|None=None) -> list[str]:
+    "Paths of a collection's documents starting with `prefix`, in order (what path completion offers)."
+    return [p for p, in store.q("SELECT path FROM documents WHERE collection=? AND path >= ? AND path < ? ORDER BY path LIMIT ?",
+                                (collection, prefix, prefix + '\U0010ffff', -1 if limit is None else limit))]
+
+def doc_keys(store:Store, collection:str|None=None) -> dict[int, tuple[str, str]]:
+    "id -> (collection, path) of every document (of `collection`), in (collection, path) order."
+    where, args = (" WHERE collection=?", (collection,)) if collection is not None else ('', ())
+    return {i: (c, p) for i, c, p in store.q(f"SELECT id, collection, path FROM documents{where} ORDER BY collection, path", args)}
+
+def has_vectors(store:Store, fingerprint:str|None=None, # of this embedding model (None: any)
+                hash:str|None=None # of this content only
+               ) -> bool:
+    "Whether the catalog records vectors (of a model, for a content)."
+    conds = [c for c, v in (('fingerprint=?', fingerprint), ('hash=?', hash)) if v is not None]
+    return bool(store.q("SELECT 1 FROM embedded" + (' WHERE ' + ' AND '.join(conds) if conds else '') + " LIMIT 1",
+                        [v for v in (fingerprint, hash) if v is not None]))
+
+def problems(store:Store) -> list[tuple[str, str, str]]:
+    "(collection, path, reason) of every file that could not be indexed, in order."
+    return [tuple(r) for r in store.q("SELECT collection, path, reason FROM problems ORDER BY collection, path")]
+
+def kv_get(store:Store, key:str) -> str|None:
+    "A value of the catalog's key-value table (None when unset)."
+    r = store.q("SELECT value FROM kv WHERE key=?", (key,))
+    return r[0][0] if r else None
+
+def kv_set(store:Store, key:str, value:str):
+    "Set a value of the catalog's key-value table (its own transaction)."
+    with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES(?, ?)", (key, str(value)))

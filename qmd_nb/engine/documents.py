@@ -134,7 +134,7 @@ def add_line_numbers(text:str, start:int=1) -> str:
 
 def read_doc(store:Store, d:DocRow, from_line:int|None=None, max_lines:int|None=None, line_numbers:bool=False) -> Document:
     "A `Document` for a catalog row, sliced and numbered as asked."
-    from qmd_nb.engine.search import context_of
+    from qmd_nb.engine.results import context_of
     text, _ = doc_body(store, d.hash)
     lines = text.split('\n')
     start = from_line or 1

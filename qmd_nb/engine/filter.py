@@ -8,14 +8,15 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/filter.html.md"""
 from __future__ import annotations
 import datetime as _dt, json, re, time
 from dataclasses import dataclass, field, fields
-import numpy as np
 from .errors import UsageError
 from .store import Store, generation
+from typing import TYPE_CHECKING
+if TYPE_CHECKING: import numpy as np # annotations only: numpy is imported where the masks are made
 
 # %% auto #0
-__all__ = ['UNITS', 'SORTS', 'FILTER_KEYS', 'LABEL_KEYS', 'AUTHOR_KEYS', 'TYPE_KEYS', 'CREATED_KEYS', 'UPDATED_KEYS',
-           'parse_duration', 'to_epoch', 'Filter', 'parse_filter', 'Facets', 'facets', 'doc_mask', 'filter_mask',
-           'allowed_doc_ids', 'allowed_hashes', 'sort_by_date', 'sort_hits']
+__all__ = ['UNITS', 'SORTS', 'FILTER_FIELDS', 'FILTER_KEYS', 'LABEL_KEYS', 'AUTHOR_KEYS', 'TYPE_KEYS', 'CREATED_KEYS',
+           'UPDATED_KEYS', 'parse_duration', 'to_epoch', 'Filter', 'filter_help', 'parse_filter', 'Facets', 'facets',
+           'doc_mask', 'filter_mask', 'allowed_doc_ids', 'allowed_hashes', 'sort_by_date', 'sort_hits']
 
 # %% ../../nbs/engine/05b_filter.ipynb #5284566f
 UNITS = dict(h=3600, d=86400, w=7 * 86400, m=30 * 86400, y=365 * 86400)
@@ -65,9 +66,27 @@ class Filter:
     def conditions(self) -> bool: return any(getattr(self, f.name) not in ((), None) for f in fields(self) if f.name != 'sort')
 
 # %% ../../nbs/engine/05b_filter.ipynb #24c15538
-_DATES = ('created_after', 'created_before', 'updated_after', 'updated_before')
-_DURATIONS = ('created_within', 'updated_within', 'stale')
-FILTER_KEYS = ('labels', 'author', 'type', *_DATES, *_DURATIONS, 'sort', 'metadata')
+FILTER_FIELDS = dict( # key -> (kind, meaning): the one filter vocabulary; CLI flags, REST's FilterSpec and MCP's description come from it
+    labels=('labels', "Any of these labels or tags"),
+    author=('text', "Written by this author, case aside"),
+    type=('text', "File type: pdf, docx, html, md, txt, or a declared type"),
+    created_after=('date', "YYYY-MM-DD or ISO 8601, inclusive"),
+    created_before=('date', "YYYY-MM-DD or ISO 8601, exclusive"),
+    updated_after=('date', "YYYY-MM-DD or ISO 8601, inclusive"),
+    updated_before=('date', "YYYY-MM-DD or ISO 8601, exclusive"),
+    created_within=('duration', "A duration: 30d, 2w, 3m, 1y"),
+    updated_within=('duration', "A duration: 30d, 2w, 3m, 1y"),
+    stale=('duration', "Not updated within this duration"),
+    sort=('sort', "Order by date instead of relevance: " + ', '.join(SORTS)),
+    metadata=('metadata', "Equality on any metadata key"))
+FILTER_KEYS = tuple(FILTER_FIELDS)
+_DATES, _DURATIONS = (tuple(k for k, (t, _) in FILTER_FIELDS.items() if t == kind) for kind in ('date', 'duration'))
+
+def filter_help() -> str:
+    "The filter, described for agents (the MCP search tools' `filter` parameter)."
+    keys = '; '.join(f"{k} ({doc if doc[1:2].isupper() else doc[0].lower() + doc[1:]})" for k, (_, doc) in FILTER_FIELDS.items())
+    return (f"Optional metadata filter, applied before the top results are cut. Keys: {keys}. "
+            'Example: {"labels": ["security"], "updated_within": "90d"}')
 
 def _labels(v) -> tuple:
     if isinstance(v, str): v = [v]
@@ -123,6 +142,7 @@ def _values(meta:dict, keys) -> list[str]:
     return out
 
 def _first_date(meta:dict, keys) -> float:
+    import numpy as np # on first use: parsing a filter (the CLI, the doors) does not need it
     for k in keys:
         if meta.get(k) not in (None, ''):
             try: return to_epoch(meta[k])
@@ -143,6 +163,7 @@ class Facets:
 
 # %% ../../nbs/engine/05b_filter.ipynb #c96286f9
 def _facet_index(rows) -> dict:
+    import numpy as np
     index = {'label': {}, 'author': {}, 'type': {}}
     for i, (_, path, _, meta, _) in enumerate(rows):
         ext = path.rsplit('.', 1)[-1].lower() if '.' in path.rsplit('/', 1)[-1] else ''
@@ -153,6 +174,7 @@ def _facet_index(rows) -> dict:
 
 def facets(store:Store) -> Facets:
     "The catalog's facets, cached until the catalog changes."
+    import numpy as np
     gen = generation(store)
     hit = store.cache.get('facets')
     if hit and hit[0] == gen: return hit[1]
@@ -168,6 +190,7 @@ def facets(store:Store) -> Facets:
 
 # %% ../../nbs/engine/05b_filter.ipynb #75889af3
 def _positions(fc:Facets, facet:str, values) -> np.ndarray:
+    import numpy as np
     m = np.zeros(len(fc.ids), dtype=bool)
     for v in values:
         p = fc.index[facet].get(v)
@@ -181,6 +204,7 @@ def _same(a, b) -> bool:
     return str(a).strip().lower() == str(b).strip().lower()
 
 def _eq_mask(fc:Facets, key:str, value) -> np.ndarray:
+    import numpy as np
     if key not in fc.keys: raise UsageError(f"filter.metadata: unknown metadata key {key!r} (no document has it)")
     k = (key, json.dumps(value))
     if k not in fc.eq: fc.eq[k] = np.array([key in m and _same(m[key], value) for m in fc.meta], dtype=bool)
@@ -190,6 +214,7 @@ def _eq_mask(fc:Facets, key:str, value) -> np.ndarray:
 def doc_mask(store:Store, f:Filter|None, now:float|None=None # the time durations count back from (default: now)
             ) -> np.ndarray:
     "Which documents (in `facets(store).ids` order) pass the filter."
+    import numpy as np
     fc = facets(store)
     m = np.ones(len(fc.ids), dtype=bool)
     if f is None: return m
@@ -209,6 +234,7 @@ def doc_mask(store:Store, f:Filter|None, now:float|None=None # the time duration
 def filter_mask(store:Store, f:Filter|None, doc_ids:np.ndarray # catalog ids, e.g. the keyword index's
                ) -> np.ndarray:
     "The filter as a mask over `doc_ids`."
+    import numpy as np
     fc, m = facets(store), doc_mask(store, f)
     pos = np.clip(np.searchsorted(fc.ids, doc_ids), 0, max(len(fc.ids) - 1, 0))
     return m[pos] & (fc.ids[pos] == doc_ids) if len(fc.ids) else np.zeros(len(doc_ids), dtype=bool)
@@ -229,6 +255,7 @@ def allowed_hashes(store:Store, f:Filter|None) -> set[str]|None:
 def sort_by_date(store:Store, doc_ids:list[int], sort:str|None # one of SORTS, or None to keep the order
                 ) -> list[int]:
     "Catalog ids ordered by creation or update date (undated last), stable otherwise."
+    import numpy as np
     if not sort: return list(doc_ids)
     fc = facets(store)
     arr = fc.created if sort.lstrip('-') == 'created_at' else fc.updated

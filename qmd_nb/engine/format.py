@@ -10,7 +10,7 @@ import csv, io, json
 
 from html import escape
 from typing import TYPE_CHECKING
-if TYPE_CHECKING: from qmd_nb.engine.search import SearchResult # annotations only: search brings numpy
+if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult # annotations only: search brings numpy
 from .documents import Document, Skipped, MultiGet, Status
 
 # %% auto #0

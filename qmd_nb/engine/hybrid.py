@@ -13,7 +13,8 @@ from .text import Analyzer
 from .store import Store
 from .catalog import docs_by_ids
 from .keyword import BM25Params, keyword_index
-from .search import Hit, SearchResult, keyword_hits, check_search_args, collection_names, to_results, collapse_hits, cited_by, families
+from .search import keyword_hits, cited_by, families
+from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits
 from .rank import main_first
 from .vectors import VectorStore, vector_hits, has_vectors
 from .fusion import RankedList, Fused, rrf, zscore_fusion, blend, minmax

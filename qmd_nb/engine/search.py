@@ -6,83 +6,19 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/search.html.md"""
 
 # %% ../../nbs/engine/06_search.ipynb #a1c49547
 from __future__ import annotations
-from dataclasses import dataclass, field, replace
 import numpy as np
-from .config import contexts_for
 from .errors import UsageError
 from .text import Analyzer, parse_query, raw_tokens, fold
-from .store import Store, DocRow, get_collection, generation
-from .catalog import docs_by_ids, doc_bodies, docid
+from .store import Store, generation
+from .catalog import docs_by_ids, doc_bodies
 from .keyword import KeywordIndex, BM25Params, keyword_index, bm25_norm
 from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups, mentions, main_first
 from .filter import Filter, parse_filter, filter_mask, sort_hits
-from .convert import page_of
+from .results import Hit, MAX_LIMIT, SearchResult, check_search_args, collection_names, to_results
+from .results import term_patterns # not used here: the profiles still import it (and the result model) from search
 
 # %% auto #0
-__all__ = ['MAX_LIMIT', 'MAX_QUERY', 'Hit', 'SearchResult', 'check_search_args', 'collection_names', 'families', 'cited_by',
-           'keyword_hits', 'bm25_params', 'collapse_hits', 'term_patterns', 'best_line', 'make_snippet', 'context_of',
-           'docids', 'to_results', 'search']
-
-# %% ../../nbs/engine/06_search.ipynb #d77b9a76
-@dataclass
-class Hit:
-    "A ranked document."
-    doc_id: int # catalog id
-    score: float # 0..1
-    raw: float = 0.0 # the ranker's own score (BM25, cosine...)
-    line: int = 0 # 1-based first line of the matching passage, when the ranker knows it (vectors do)
-    end_line: int = 0 # its last line
-    ref: str = '' # the passage's id (a vector chunk id)
-    duplicates: list = field(default_factory=list) # catalog ids of near-copies shown under this one
-    explain: dict|None = None # where the score came from
-
-@dataclass
-class SearchResult:
-    "One result as shown to people and agents."
-    docid: str # `#abc123`
-    file: str # `collection/path`
-    title: str
-    score: float # 0..1
-    context: str|None # contexts of the file, general to specific
-    snippet: str # best lines, `N: text`
-    line: int = 0 # line of the best match, for `get file:LINE`
-    collection: str = ''
-    path: str = ''
-    explain: dict|None = None # where the score came from
-    page: int|None = None # page of the best match, for documents with pages (PDF)
-    duplicates: list = field(default_factory=list) # near-copies of this document: [{file, docid}], best first
-
-    def to_dict(self) -> dict:
-        "The contract's fields (score rounded to 2 decimals) plus `line` (and `explain`, `page`, `duplicates` when present)."
-        d = dict(docid=self.docid, file=self.file, title=self.title, score=round(self.score, 2),
-                 context=self.context, snippet=self.snippet, line=self.line)
-        if self.explain is not None: d['explain'] = self.explain
-        if self.page is not None: d['page'] = self.page
-        if self.duplicates: d['duplicates'] = self.duplicates
-        return d
-
-# %% ../../nbs/engine/06_search.ipynb #5f41b660
-MAX_LIMIT, MAX_QUERY = 1000, 2000 # results; characters in a query
-
-def check_search_args(query, limit, min_score) -> tuple[str, int, float]:
-    "Validated (query, limit, min_score), or `UsageError` naming the bad parameter."
-    if not isinstance(query, str) or not query.strip(): raise UsageError("query must be a non-empty string")
-    if len(query) > MAX_QUERY: raise UsageError(f"query is too long ({len(query)} characters; the limit is {MAX_QUERY})")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"limit must be an integer from 1 to {MAX_LIMIT} (got {limit!r})")
-    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0 <= min_score <= 1:
-        raise UsageError(f"minScore must be a number from 0 to 1 (got {min_score!r})")
-    return query.strip(), limit, float(min_score)
-
-def collection_names(store:Store, collection) -> list[str]|None:
-    "Names from a collection filter (a name, comma-separated names, or a list), each checked to exist; a view's collections when none is given."
-    if collection is None or collection == '' or collection == []:
-        if store.allowed is None: return None
-        return sorted(n for n in store.allowed if n in store.config.collections) or sorted(store.allowed) # none exists: names that match nothing
-    names = collection.split(',') if isinstance(collection, str) else list(collection)
-    names = [n.strip() for n in names if isinstance(n, str) and n.strip()]
-    for n in names: get_collection(store, n)
-    return names or None
+__all__ = ['families', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
 
 # %% ../../nbs/engine/06_search.ipynb #0a1652a3
 def _ordered(scores:np.ndarray, doc_ids:np.ndarray, k:int|None) -> np.ndarray:
@@ -256,109 +192,7 @@ def _verify(store, hits:list[Hit], phrases, ex_phrases, limit, batch=64) -> list
                 if len(out) == limit: return out
     return out
 
-# %% ../../nbs/engine/06_search.ipynb #bf72783a
-def collapse_hits(store:Store, hits:list[Hit], # ranked hits, best first
-                  threshold:float|None=None # duplicate threshold (default: the config's `bm25.duplicate_threshold`)
-                 ) -> list[Hit]:
-    "Near-copies (by the keyword index's signatures) folded into the best-ranked one, which lists them in `duplicates`."
-    if len(hits) < 2: return hits
-    t = BM25Params.from_settings(store.config.settings).duplicate_threshold if threshold is None else threshold
-    ki = keyword_index(store)
-    g = ki.slots([h.doc_id for h in hits])
-    known = np.flatnonzero(g >= 0) # documents the index does not hold yet stand alone
-    lead = {int(known[c[0]]): [hits[known[i]] for i in c[1:]] for c in duplicate_groups(ki.signatures(g[known]), t)}
-    out, folded = [], {id(h) for c in lead.values() for h in c}
-    for i, h in enumerate(hits):
-        if id(h) in folded: continue
-        out.append(replace(h, duplicates=h.duplicates + [d.doc_id for d in lead.get(i, [])]) if lead.get(i) else h)
-    return out
-
-# %% ../../nbs/engine/06_search.ipynb #ec9cd6aa
-def term_patterns(terms:set):
-    "One regex matching any query term at the start of a word (CJK terms anywhere); a match is the term itself."
-    import re
-    if not terms: return None
-    alt = lambda ts: '|'.join(re.escape(t) for t in sorted(ts, key=lambda t: (-len(t), t))) # longest first
-    asc, cjk = [t for t in terms if t.isascii()], [t for t in terms if not t.isascii()]
-    return re.compile('|'.join(p for p in ((r'\b(?:' + alt(asc) + ')') if asc else '', alt(cjk)) if p))
-
-def best_line(lines:list[str], start:int, pats) -> int:
-    "0-based index of the body line matching the most distinct query terms (first non-empty body line if none)."
-    best, best_n = None, 0
-    for i in range(start, len(lines)):
-        l = lines[i]
-        if not l.strip(): continue
-        if best is None: best = i
-        if pats is None: break
-        n = len(set(pats.findall(fold(l))))
-        if n > best_n: best, best_n = i, n
-    return best if best is not None else min(start, max(len(lines) - 1, 0))
-
-def make_snippet(text:str, start:int, terms:set, max_chars:int=300, pats=None,
-                 within:tuple|None=None # (first, last) 1-based lines to choose the best line from, e.g. a chunk's
-                ) -> tuple[str, int]:
-    "(snippet, 1-based line of the best match) for a document's text."
-    lines = text.split('\n')
-    pats = pats if pats is not None else term_patterns(terms)
-    if within:
-        part = lines[:within[1]]
-        b = best_line(part, max(start, within[0] - 1), pats)
-    else: b = best_line(lines, start, pats)
-    out, used = [], 0
-    for i in range(b, len(lines)):
-        l = lines[i].rstrip()
-        if i > b and not l.strip(): continue
-        if used + len(l) > max_chars:
-            if not out: out.append(f"{i+1}: {_cut(l, terms, max_chars)}")
-            break
-        out.append(f"{i+1}: {l}"); used += len(l)
-    return '\n'.join(out), b + 1
-
-def _cut(line:str, terms:set, n:int) -> str:
-    "At most `n` characters of a long line, around its first query term."
-    f = fold(line); pos = min([f.find(t) for t in terms if t in f] or [0])
-    a = max(0, min(pos - n // 4, len(line) - n))
-    return ('…' if a else '') + line[a:a+n-2].strip() + ('…' if a + n - 2 < len(line) else '')
-
-# %% ../../nbs/engine/06_search.ipynb #3c4e8144
-def context_of(store:Store, d:DocRow) -> str|None:
-    "The contexts that apply to a document, joined general to specific, or None."
-    c = contexts_for(store.config.contexts, d.collection, d.path)
-    return '\n\n'.join(c) if c else None
-
-def docids(store:Store, hashes:list[str], n:int=6) -> dict:
-    "hash -> docid (`store.docid`'s shortest unique prefix) for many contents, in one catalog query."
-    hs = list(dict.fromkeys(hashes))
-    if not hs: return {}
-    rivals = []
-    for k in range(0, len(hs), 200): # a compound SELECT has at most 500 parts
-        part = hs[k:k+200]
-        rivals += [r[0] for r in store.q(' UNION '.join(['SELECT hash FROM documents WHERE hash >= ? AND hash < ?'] * len(part)), # each part uses the index
-                                         [x for h in part for x in (h[:n], h[:n] + 'g')])]
-    out = {}
-    for h in hs:
-        k, near = n, [r for r in rivals if r != h and r[:n] == h[:n]]
-        while near: k += 1; near = [r for r in near if r[:k] == h[:k]]
-        out[h] = '#' + h[:k]
-    return out
-
-def to_results(store:Store, hits:list[Hit], query:str) -> list[SearchResult]:
-    "Catalog rows, snippets, docids and contexts for ranked hits (and the file and docid of each one's near-copies)."
-    terms = set(Analyzer().terms(' '.join(parse_query(query).words)))
-    pats, rows = term_patterns(terms), {d.id: d for d in docs_by_ids(store, [i for h in hits for i in [h.doc_id, *h.duplicates]])}
-    bodies = doc_bodies(store, [rows[h.doc_id].hash for h in hits if h.doc_id in rows])
-    ids = docids(store, [d.hash for d in rows.values()])
-    out = []
-    for h in hits:
-        d = rows.get(h.doc_id)
-        if d is None or d.hash not in bodies: continue
-        text, start = bodies[d.hash]
-        snip, line = make_snippet(text, start, terms, pats=pats, within=(h.line, h.end_line) if h.line else None)
-        dups = [dict(file=rows[i].file, docid=ids[rows[i].hash]) for i in h.duplicates if i in rows]
-        out.append(SearchResult(ids[d.hash], d.file, d.title, min(h.score, 1.0), context_of(store, d), snip, line, d.collection, d.path,
-                                h.explain, page_of(d.meta, line), dups))
-    return out
-
+# %% ../../nbs/engine/06_search.ipynb #d1c5933d
 def search(store:Store, query:str, # words, "exact phrases", -exclusions
            limit:int=10, # at most this many results
            collection=None, # a collection name, comma-separated names or a list

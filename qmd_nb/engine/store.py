@@ -92,7 +92,6 @@ class NewDoc:
 
 DOC_COLS = 'id, collection, path, hash, title, size, mtime, meta, indexed_at'
 def doc_row(r) -> DocRow: # a row of `SELECT {DOC_COLS} FROM documents`
-    "The `DocRow` of a catalog row."
     return DocRow(*r[:7], json.loads(r[7] or '{}'), r[8])
 
 # %% ../../nbs/engine/03_store.ipynb #a45bb8d2
@@ -320,8 +319,7 @@ def generation(store:Store) -> int:
     r = store.q("SELECT value FROM kv WHERE key='generation'")
     return int(r[0][0]) if r else 0
 
-def bump_generation(db): # inside a write transaction
-    "Count one more change to the catalog (what `generation` reads)."
+def bump_generation(db): # inside a write transaction: one more change to the catalog (what `generation` reads)
     db.execute("INSERT INTO kv VALUES('generation','1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1")
 
 # %% ../../nbs/engine/03_store.ipynb #167bf5d5

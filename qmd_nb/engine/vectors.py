@@ -19,7 +19,7 @@ from .chunk import chunk_lines, Chunk, wordpiece_counter, word_counter
 from .store import Store, generation
 from .catalog import doc_bodies
 from .progress import progress_bar, set_total
-from .search import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
+from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
 
 # %% auto #0

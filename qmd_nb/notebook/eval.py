@@ -13,7 +13,7 @@ import numpy as np
 from ..engine.errors import UsageError
 from ..engine.text import Analyzer
 from ..engine.store import Store
-from ..engine.catalog import put_docs, forget_collection
+from ..engine.catalog import put_docs, forget_collection, doc_keys, kv_get, kv_set
 from ..engine.index import prepare_doc
 from ..engine.progress import progress_bar
 from ..engine.keyword import refresh
@@ -87,7 +87,7 @@ def corpus_store(b:Beir, env:dict|None=None) -> Store:
     st = (b.folder/'corpus.jsonl').stat()
     key = hashlib.sha1(f'{b.folder.resolve()}|{st.st_size}|{st.st_mtime}'.encode()).hexdigest()[:12]
     store = Store(f'eval-{key}', env)
-    if store.q("SELECT value FROM kv WHERE key='beir'") != [(key,)]:
+    if kv_get(store, 'beir') != key:
         forget_collection(store, 'beir')
         an, docs = Analyzer(), []
         for did, (title, text) in b.corpus.items():
@@ -95,7 +95,7 @@ def corpus_store(b:Beir, env:dict|None=None) -> Store:
             docs.append(prepare_doc('beir', did, body, hashlib.sha256(body.encode()).hexdigest(), an, title=title or did))
             if len(docs) == 2000: put_docs(store, docs); docs = []
         put_docs(store, docs)
-        with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES('beir', ?)", (key,))
+        kv_set(store, 'beir', key)
     refresh(store)
     return store
 
@@ -149,7 +149,7 @@ def run_queries(store:Store, b:Beir, run, k:int=100, progress:bool|None=None,
                 keys:dict|None=None # doc id -> the key judgements use (default: the BEIR corpus id, the path)
                ) -> tuple[dict, list]:
     "Ranked judgement keys per query, and each query's latency in ms."
-    keys = keys or dict(store.q("SELECT id, path FROM documents WHERE collection='beir'"))
+    keys = keys or {i: p for i, (_, p) in doc_keys(store, 'beir').items()}
     runs, lat = {}, []
     with progress_bar(len(b.queries), 'Queries', progress, unit='query') as bar:
         for qid, q in b.queries.items():
@@ -165,7 +165,7 @@ def prepare_vectors(store:Store, b:Beir, embedder, params:QueryParams, progress=
     from qmd_nb.engine.catalog import docs_by_ids
     t = time.time(); st = embed(store, embedder, progress=progress); out = dict(embed_s=time.time() - t, embedded_chunks=st.chunks)
     if params.rerank == 'embed':
-        t, ids = time.time(), [r[0] for r in store.q("SELECT id FROM documents ORDER BY id")]
+        t, ids = time.time(), sorted(doc_keys(store))
         with progress_bar(len(ids), 'Reranker windows', progress, unit='doc') as bar:
             for k in range(0, len(ids), 256):
                 window_vectors(store, embedder, candidates(store, docs_by_ids(store, ids[k:k+256])), params.rerank_window, params.rerank_title)
@@ -202,7 +202,7 @@ def evaluate(folder:str|Path, # BEIR folder
 # %% ../../nbs/notebook/12_eval.ipynb #e9232cf4
 def read_known_items(store:Store, path:str|Path) -> tuple[dict, dict]:
     "(query id -> text, query id -> {file: 1}) from `query<TAB>page` lines; a page names `collection/path` or its end (`Module/Cmd.md`: every copy)."
-    files = [f'{c}/{p}' for c, p in store.q("SELECT collection, path FROM documents")]
+    files = [f'{c}/{p}' for c, p in doc_keys(store).values()]
     ends = {}
     for f in files:
         parts = f.split('/')
@@ -229,7 +229,7 @@ def known_item(store:Store, path:str|Path, # TSV of query<TAB>page lines
     if mode != 'search' and embedder is None:
         from qmd_nb.engine.embed import get_embedder
         embedder = get_embedder(store.config.settings)
-    keys = {i: f'{c}/{p}' for i, c, p in store.q("SELECT id, collection, path FROM documents")}
+    keys = {i: f'{c}/{p}' for i, (c, p) in doc_keys(store).items()}
     b = Beir(Path(path), {}, queries, qrels)
     runs, lat = _timed(store, b, ranker(mode, embedder, params or QueryParams.from_settings(store.config.settings)), embedder, 10, progress, keys)
     return report(mode, {q: query_metrics(r, qrels[q]) for q, r in runs.items()}, lat)

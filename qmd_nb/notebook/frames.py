@@ -8,7 +8,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/notebook/frames.html.md"""
 from __future__ import annotations
 from functools import singledispatch
 import pandas as pd
-from ..engine.search import SearchResult
+from ..engine.results import SearchResult
 from ..engine.documents import Document, MultiGet, Skipped, CollectionStatus, Status
 from .eval import EvalReport
 

@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 from ..engine.errors import QmdError, UsageError
 from ..engine.store import Store
-from ..engine.catalog import docs_by_ids
-from ..engine.search import check_search_args, families
+from ..engine.catalog import docs_by_ids, doc_keys
+from ..engine.search import families
+from ..engine.results import check_search_args
 from ..engine.progress import progress_bar
 from ..engine.fusion import RankedList, zscores, rrf_term, rank_bonus, minmax
 from ..engine.expand import parse_typed
@@ -54,13 +55,13 @@ def read_judgements(store:Store, path:str|Path) -> Judged:
         q, f, rel = parts[0].strip(), parts[1].strip(), int(parts[2]) if len(parts) == 3 else 1
         qid = queries.setdefault(q, f'q{len(queries) + 1}')
         if rel > 0: qrels.setdefault(qid, {})[f] = rel
-    keys = {i: f'{c}/{p}' for i, c, p in store.q("SELECT id, collection, path FROM documents")}
+    keys = {i: f'{c}/{p}' for i, (c, p) in doc_keys(store).items()}
     return Judged(Path(path).stem, {qid: q for q, qid in queries.items() if qid in qrels}, qrels, keys)
 
 def read_known(store:Store, path:str|Path) -> Judged:
     "Known-item queries over an index from a TSV of `query<TAB>page` lines (a page: `collection/path` or its end, every copy counts)."
     queries, qrels = read_known_items(store, path)
-    return Judged(Path(path).stem, queries, qrels, {i: f'{c}/{p}' for i, c, p in store.q("SELECT id, collection, path FROM documents")})
+    return Judged(Path(path).stem, queries, qrels, {i: f'{c}/{p}' for i, (c, p) in doc_keys(store).items()})
 
 # %% ../../nbs/notebook/31_lab.ipynb #6f2330a2
 LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'bm25') # a new value re-runs retrieval
@@ -153,7 +154,7 @@ def beir_lab(folder:str|Path, env:dict|None=None, params:QueryParams|None=None,
         from qmd_nb.engine.embed import get_embedder
         embedder = get_embedder(store.config.settings, env)
     prepare_vectors(store, b, embedder, p if p.rerank != 'none' else replace(p, rerank='embed'), progress)
-    j = Judged(b.folder.name, b.queries, b.qrels, dict(store.q("SELECT id, path FROM documents WHERE collection='beir'")))
+    j = Judged(b.folder.name, b.queries, b.qrels, {i: p for i, (_, p) in doc_keys(store, 'beir').items()})
     return build_cache(store, j, embedder, p, progress)
 
 # %% ../../nbs/notebook/31_lab.ipynb #38a7e181
@@ -282,7 +283,7 @@ def title_holders_of(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[tup
     if k in c.holders: return c.holders[k]
     ki, an, out = keyword_index(c.store), Analyzer(), []
     for q in ql:
-        g = ki.slots(q.pool); titles = dict(c.store.q(f"SELECT id, title FROM documents WHERE id IN ({','.join('?' * len(q.pool))})", q.pool)) if q.pool else {}
+        g = ki.slots(q.pool); titles = {d.id: d.title for d in docs_by_ids(c.store, q.pool)}
         ts = [t if g[i] >= 0 and len(t := an.terms(titles.get(d, ''))) <= p.bm25.authority_title_words else [] for i, d in enumerate(q.pool)]
         M = title_holders(ki, np.maximum(g, 0), ts) & (g >= 0)[:, None]
         out.append(({d: i for i, d in enumerate(q.pool)}, M))

@@ -10,7 +10,8 @@ import html, threading
 from ..engine.errors import QmdError
 from ..engine.store import Store
 from ..engine.text import Analyzer, parse_query, fold
-from ..engine.search import term_patterns, search
+from ..engine.search import search
+from ..engine.results import term_patterns
 from ..engine.documents import Document, get, empty_hint
 from ..engine.api import Engine, run_vsearch, run_query, has_vectors_any
 

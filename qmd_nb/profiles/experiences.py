@@ -18,6 +18,7 @@ import json, math, os, sqlite3, threading, time, uuid, datetime as _dt
 from collections import Counter
 from dataclasses import dataclass, field, asdict
 from ..engine.store import Store, now_iso
+from ..engine.catalog import kv_get
 from ..engine.errors import ReadOnlyIndex, DiskFull
 from ..engine.text import Analyzer, raw_tokens
 from ..engine.keyword import lucene_idf
@@ -54,8 +55,7 @@ def _empty_tables(store:Store):
 
 def recall_generation(store:Store) -> int:
     "Counter that goes up with every new experience."
-    r = store.q("SELECT value FROM kv WHERE key='recall_generation'")
-    return int(r[0][0]) if r else 0
+    return int(kv_get(store, 'recall_generation') or 0)
 
 # %% ../../nbs/profiles/26_experiences.ipynb #887b3256
 @dataclass

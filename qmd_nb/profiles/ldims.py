@@ -18,7 +18,7 @@ from dataclasses import dataclass, asdict
 from pathlib import PurePosixPath
 from ..engine.errors import QmdError, UsageError, NotFound
 from ..engine.store import Store, DocRow
-from ..engine.catalog import doc_body
+from ..engine.catalog import doc_body, documents, problems, count
 from ..engine.filter import to_epoch, AUTHOR_KEYS, CREATED_KEYS
 from ..engine.convert import utc_iso
 from .profile import Tool, Resource, Profile, loose, json_result, texts, timeout_seconds, ProtocolError, INVALID_PARAMS, INTERNAL_ERROR
@@ -173,11 +173,8 @@ class SearchAnswer:
 
 def _rows(store:Store, results) -> dict:
     "(collection, path) -> DocRow for search results."
-    from qmd_nb.engine.store import DOC_COLS, doc_row
     keys = [(r.collection, r.path) for r in results]
-    if not keys: return {}
-    where = ' OR '.join(['(collection=? AND path=?)'] * len(keys))
-    return {(d.collection, d.path): d for d in map(doc_row, store.q(f"SELECT {DOC_COLS} FROM documents WHERE {where}", [x for k in keys for x in k]))}
+    return {(d.collection, d.path): d for d in documents(store, keys=keys)} if keys else {}
 
 def _context(snippet:str) -> str:
     "Snippet lines without their `N: ` line numbers."
@@ -245,7 +242,7 @@ def extracted_content(engine, doc_id:str # a `document_id` from searchDocuments
         except QmdError as e: return LdimsError('CONTENT_UNAVAILABLE_OR_FAILED', {'file': d.file, 'reason': str(e)})
         fmt = d.meta.get('file_type') or PurePosixPath(d.path).suffix.lstrip('.').lower() or 'txt'
         return Extracted(text, {'documentName': PurePosixPath(d.path).name, 'extractedAt': d.indexed_at, 'format': fmt})
-    failed = {document_id(c, p): (c, p, why) for c, p, why in st.q("SELECT collection, path, reason FROM problems")} # few rows; not cached: problems change without a new generation
+    failed = {document_id(c, p): (c, p, why) for c, p, why in problems(st)} # few rows; not cached: problems change without a new generation
     if (p := failed.get(doc_id)) is not None: return LdimsError('CONTENT_UNAVAILABLE_OR_FAILED', {'file': f'{p[0]}/{p[1]}', 'reason': p[2]})
     if _unindexed(st, doc_id): return Processing()
     return LdimsError('RESOURCE_NOT_FOUND', {'documentId': doc_id})
@@ -270,7 +267,7 @@ def resource_read(engine, doc_id:str):
 
 def instructions(engine) -> str:
     "What this profile tells a client at connection time."
-    n = engine.store.q("SELECT count(*) FROM documents")[0][0]
+    n = count(engine.store)
     return (f"LDIMS document search over {n} documents. Find documents with searchDocuments, then read one with the resource "
             "ldims://docs/{documentId}/extracted_content.")
 

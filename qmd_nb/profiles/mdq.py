@@ -18,8 +18,8 @@ from typing import Optional
 from ..engine.config import check_name, check_path_text
 from ..engine.errors import QmdError, UsageError, NotFound
 from ..engine.convert import utc_iso
-from ..engine.store import Store, DocRow, generation, doc_row, DOC_COLS
-from ..engine.catalog import doc_body
+from ..engine.store import Store, DocRow, generation
+from ..engine.catalog import doc_body, documents, doc_keys, count
 from ..engine.index import add_collection, remove_collection
 from ..engine.format import plural
 from .profile import Tool, Profile, loose, json_result, texts, ProtocolError, INVALID_PARAMS, INTERNAL_ERROR
@@ -56,8 +56,6 @@ def split_spec(spec:str) -> tuple[Optional[str], str]:
     return None, spec
 
 # %% ../../nbs/profiles/25_mdq.ipynb #ff6c848c
-def _count(store:Store, name:str) -> int: return store.q("SELECT count(*) FROM documents WHERE collection=?", (name,))[0][0]
-
 def add_source(store:Store, path:str, # a folder, or `name:folder`
                description:str, # what the folder holds, for the agent (e.g. "Team wiki: runbooks and how-tos")
                name:Optional[str]=None, # the source's name (default: derived from the folder)
@@ -79,11 +77,11 @@ def add_source(store:Store, path:str, # a folder, or `name:folder`
         else: name = derive_name(folder, set(cols))
         add_collection(store, str(folder), name=name, force=force)
         c = store.config.collections[name]; c.description = description.strip(); store.save_config()
-    return Source(name, str(folder), c.description, _count(store, name))
+    return Source(name, str(folder), c.description, count(store, name))
 
 def list_sources(store:Store) -> list[Source]:
     "Every source (collection) with its description and document count."
-    return [Source(c.name, c.path, c.description, _count(store, c.name)) for c in store.config.collections.values()]
+    return [Source(c.name, c.path, c.description, count(store, c.name)) for c in store.config.collections.values()]
 
 def remove_source(store:Store, name:str) -> int:
     "Forget a source and its documents (the files stay); how many documents went."
@@ -147,8 +145,8 @@ def _sources(store:Store, source) -> list:
 def _inside(root:str, p:str) -> bool: return p == root or p.startswith(root.rstrip(os.sep) + os.sep)
 
 def _doc(store:Store, coll:str, path:str) -> Optional[DocRow]:
-    r = store.q(f"SELECT {DOC_COLS} FROM documents WHERE collection=? AND path=?", (coll, path))
-    return doc_row(r[0]) if r else None
+    r = documents(store, coll, path=path)
+    return r[0] if r else None
 
 def _by_path(store:Store, path:str, cols:list) -> list[DocRow]:
     "Documents at `path` in the given sources, after checking the path stays inside them."
@@ -177,7 +175,7 @@ def _ids(store:Store) -> dict:
     if key not in store.cache:
         for k in [k for k in store.cache if isinstance(k, tuple) and k[0] == 'mdq-ids']: del store.cache[k]
         ids = {}
-        for c, p in store.q("SELECT collection, path FROM documents ORDER BY collection, path"): ids.setdefault(page_id(p), []).append((c, p))
+        for c, p in doc_keys(store).values(): ids.setdefault(page_id(p), []).append((c, p))
         store.cache[key] = ids
     return store.cache[key]
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.engine.search import SearchResult
 from ..engine.documents import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc, empty_hint, ADD_COLLECTION
 from ..engine.format import search_summary, status_text, doc_text
+from ..engine.filter import filter_help
 from ..engine.api import Engine, run_vsearch, run_query, has_vectors_any, current_fingerprint, watch_freshness
 from .profile import ToolResult, text_block, Param, Tool, Resource, Prompt, Profile, texts
 
@@ -131,7 +132,7 @@ def instructions(engine:Engine) -> str:
 _Q = Param('query', str, required=True, schema=dict(description="What to search for"))
 _LIMIT = Param('limit', int, 10, schema=dict(description="Maximum number of results", ge=1, le=1000))
 _COLL = Param('collection', Optional[str], schema=dict(description="Only search this collection"))
-_FILTER = Param('filter', Optional[dict], schema=dict(description=texts('qmd')['param.filter']))
+_FILTER = Param('filter', Optional[dict], schema=dict(description=filter_help())) # from the one filter vocabulary
 _COLLAPSE = Param('collapse', bool, True, schema=dict(description="Show near-copies (versions of a page, copied files) once, listed under the best-ranked one; false shows every copy"))
 def _min_score(default:float) -> Param: return Param('minScore', float, default, schema=dict(ge=0, le=1))
 def _line(name:str) -> Param: return Param(name, Optional[int], schema=dict(ge=1))

@@ -18,8 +18,8 @@ from typing import Optional
 from ..engine.config import check_name, check_path_text
 from ..engine.errors import QmdError, UsageError, NotFound
 from ..engine.convert import utc_iso
-from ..engine.store import Store, DocRow, generation, doc_row, DOC_COLS
-from ..engine.catalog import docs_by_ids, doc_bodies, doc_body
+from ..engine.store import Store, DocRow, generation
+from ..engine.catalog import docs_by_ids, doc_bodies, doc_body, documents, has_vectors
 from .profile import Tool, Profile, loose, json_result, texts, READ_ONLY
 
 # %% ../../nbs/profiles/24_vectordb.ipynb #1b6c1ef2
@@ -81,7 +81,7 @@ def find_uuid(store:Store, doc_id) -> DocRow:
 def doc_chunks(engine, d:DocRow, text:Optional[str]=None, start:int=0) -> list:
     "The chunks of a document, as its vectors cut it (or would)."
     if text is None: text, start = doc_body(engine.store, d.hash)
-    if engine.store.q("SELECT 1 FROM embedded WHERE hash=? LIMIT 1", (d.hash,)):
+    if has_vectors(engine.store, hash=d.hash):
         from qmd_nb.engine.vectors import chunk_content
         return chunk_content(text, start, d.title, engine.embedder)
     from qmd_nb.engine.chunk import chunk_lines
@@ -172,8 +172,7 @@ def same(fld:str, have, want) -> bool:
 def _allowed(store:Store, names, conds:dict) -> Optional[set]:
     "Catalog ids of the documents meeting the document-level conditions (None: no condition)."
     if not conds: return None
-    where, args = (f"WHERE collection IN ({','.join('?' * len(names))})", names) if names else ('', [])
-    rows = [doc_row(r) for r in store.q(f"SELECT {DOC_COLS} FROM documents {where}", args)]
+    rows = documents(store, names or None)
     return {d.id for d in rows if (f := doc_fields(store, d)) and all(same(k, f[k], v) for k, v in conds.items())}
 
 def best_chunk(hit, chunks:list, meta:dict, pats, conds:dict):
@@ -279,9 +278,7 @@ def list_documents(engine, library:Optional[str]=None, # only this library
                    offset:int=0) -> DocList:
     "Documents with their metadata, by library and path."
     library, limit, offset = _str('library', library, True), _int('limit', limit, 1, 1000), _int('offset', offset, 0, 2**62)
-    where, args = ("WHERE collection=?", [library]) if library else ('', [])
-    rows = [doc_row(r) for r in engine.store.q(f"SELECT {DOC_COLS} FROM documents {where} ORDER BY collection, path LIMIT ? OFFSET ?", [*args, limit, offset])]
-    docs = [_info(engine, d) for d in rows]
+    docs = [_info(engine, d) for d in documents(engine.store, library or None, limit=limit, offset=offset)]
     return DocList(docs, len(docs))
 
 def _info(engine, d:DocRow) -> DocInfo:
@@ -295,8 +292,8 @@ def list_libraries(engine) -> Libraries:
     key = ('vectordb-libs', generation(st), engine.model_loaded)
     if key not in st.cache:
         counts = {c: [0, 0] for c in st.config.collections}
-        for r in st.q(f"SELECT {DOC_COLS} FROM documents"):
-            d = doc_row(r); n = counts.setdefault(d.collection, [0, 0]); n[0] += 1; n[1] += chunk_count(engine, d)
+        for d in documents(st):
+            n = counts.setdefault(d.collection, [0, 0]); n[0] += 1; n[1] += chunk_count(engine, d)
         st.cache[key] = Libraries([LibraryInfo(k, *v) for k, v in counts.items()])
     return st.cache[key]
 

@@ -10,7 +10,7 @@ import json, os, socket
 from ..engine.errors import QmdError
 from .server import DEFAULT_PORT
 from typing import TYPE_CHECKING
-if TYPE_CHECKING: from qmd_nb.engine.search import SearchResult # imported where used: it brings numpy
+if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult # imported where used: it brings numpy
 
 # %% auto #0
 __all__ = ['server_url', 'call_server', 'remote_search']
@@ -41,5 +41,5 @@ def call_server(url:str, path:str, body:dict|None=None, timeout:float=300,
 def remote_search(url:str, endpoint:str, # search, vsearch or query
                   body:dict, token:str|None=None) -> list[SearchResult]:
     "Results of a search on a running server, as local search returns them."
-    from qmd_nb.engine.search import SearchResult
+    from qmd_nb.engine.results import SearchResult
     return [SearchResult(**r) for r in call_server(url, '/' + endpoint, body, token=token)['results']]

@@ -16,6 +16,7 @@ from urllib.parse import unquote
 from ..engine.errors import NotFound, UsageError
 from ..engine.format import plural
 from ..engine.api import Engine, list_documents
+from ..engine.catalog import count, doc_paths
 from ..profiles.profile import ToolResult, ProtocolError, Param, Tool, Resource, Prompt, Profile
 from ..profiles.registry import PROFILES, get_profile, profile_tools, check_profiles, server_instructions
 
@@ -58,20 +59,9 @@ def import_sdk():
 # %% ../../nbs/serve/21_mcp.ipynb #92476b98
 def _models() -> tuple:
     "Pydantic models of the structured outputs (built on first use: pydantic is imported with the SDK)."
-    from pydantic import BaseModel, Field
-    class Copy(BaseModel):
-        file: str = Field(description="collection/path of the copy")
-        docid: str
-    class SearchResultItem(BaseModel):
-        docid: str = Field(description="Short document id, e.g. #abc123; `get` accepts it")
-        file: str = Field(description="collection/path of the document")
-        title: str
-        score: float = Field(description="Relevance 0..1, rounded to 2 decimals")
-        context: Optional[str] = Field(None, description="What kind of content this file holds, from the index's contexts")
-        snippet: str = Field(description="The best-matching lines, each as `N: text` with its line number")
-        line: int = Field(0, description="Line of the best match: use `get` with file `path:LINE`")
-        page: Optional[int] = Field(None, description="Page of the best match, for documents with pages (PDF)")
-        duplicates: Optional[list[Copy]] = Field(None, description="Near-copies of this document (more versions, copies), not shown separately")
+    from pydantic import BaseModel
+    from qmd_nb.engine.results import result_model
+    SearchResultItem = result_model('SearchResultItem') # the one result schema, as REST's response model
     class SearchOutput(BaseModel):
         results: list[SearchResultItem]
     class CollectionInfo(BaseModel):
@@ -100,10 +90,7 @@ def complete_path(store, # the index
     if not slash:
         names = sorted(n + '/' for n in store.config.collections if n.startswith(coll))
         return names[:limit], len(names)
-    where, args = "collection = ? AND path >= ? AND path < ?", (coll, rest, rest + '\U0010ffff')
-    total = store.q(f"SELECT count(*) FROM documents WHERE {where}", args)[0][0]
-    rows = store.q(f"SELECT path FROM documents WHERE {where} ORDER BY path LIMIT ?", (*args, limit))
-    return [f'{coll}/{p}' for p, in rows], total
+    return [f'{coll}/{p}' for p in doc_paths(store, coll, rest, limit)], count(store, coll, prefix=rest)
 
 # %% ../../nbs/serve/21_mcp.ipynb #893eb5bd
 LOG_LEVELS = ('debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency') # RFC 5424, least severe first
