@@ -15,13 +15,6 @@ PKG = ROOT/'qmd_nb'
 MAX_MODULE, MAX_FUNCTION = 400, 40
 SQL = re.compile(r'\b(SELECT\s.+\sFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TEMP\s+)?(TABLE|INDEX|VIEW))\b', re.I | re.S)
 KNOWN = { # what exceeded a limit when the check came in (the reorganisation, issue 17): (kind, where) -> size; shrink it, never grow it
-    ('SQL outside engine', 'qmd_nb/profiles/experiences.py'): 13,
-    ('SQL outside engine', 'qmd_nb/profiles/ldims.py'): 2,
-    ('SQL outside engine', 'qmd_nb/profiles/mdq.py'): 2,
-    ('SQL outside engine', 'qmd_nb/profiles/vectordb.py'): 1,
-    ('function lines', 'qmd_nb/profiles/mdq.py:register'): 48,
-    ('function lines', 'qmd_nb/profiles/vectordb.py:register'): 49,
-    ('function lines', 'qmd_nb/serve/mcp.py:_qmd_tools'): 92,
     ('function lines', 'qmd_nb/serve/rest.py:mk_app'): 47,
     ('module lines', 'qmd_nb/cli.py'): 560,
     ('module lines', 'qmd_nb/engine/embed.py'): 437,
@@ -30,7 +23,6 @@ KNOWN = { # what exceeded a limit when the check came in (the reorganisation, is
     ('module lines', 'qmd_nb/engine/keyword.py'): 427,
     ('module lines', 'qmd_nb/engine/vectors.py'): 456,
     ('module lines', 'qmd_nb/notebook/lab.py'): 518,
-    ('module lines', 'qmd_nb/profiles/experiences.py'): 420,
     ('module lines', 'qmd_nb/serve/rest.py'): 543,
 }
 

@@ -1,4 +1,4 @@
-"""The `ldims` tool profile: `searchDocuments` (keyword or hybrid search with date, type and submitter filters) and the `ldims://docs/{document_id}/extracted_content` resource, answering with the LDIMS contract's JSON over the same engine and index.
+"""The LDIMS contract: `searchDocuments` with date, type and submitter filters, and documents' extracted text.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/ldims.html.md"""
 

@@ -1,4 +1,4 @@
-"""`qmd-nb mcp --tools mdq`: the two tools of the mdq MCP contract (`search` with every filter of `mdq search`, and `read_page`), and sources with descriptions, served from the same engine and index.
+"""The mdq contract: `search` with mdq's filters and `read_page`, over folders with descriptions.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/mdq.html.md"""
 

@@ -1,4 +1,4 @@
-"""The QMD contract's six tools, the `qmd://` resource and the `query` prompt, as plain functions in the contract's shapes.
+"""The QMD contract: six tools, the `qmd://` resource and the `query` prompt, as plain functions.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/qmd.html.md"""
 

@@ -1,4 +1,4 @@
-"""`qmd-nb mcp --tools vectordb`: the seven tools of the mcpvectordb contract (ingest files and URLs into libraries, hybrid chunk search, list, read and delete documents), served from the same engine and index.
+"""The mcpvectordb contract: ingest files and URLs into libraries, search chunks, list, read, delete.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/vectordb.html.md"""
 
