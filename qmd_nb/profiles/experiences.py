@@ -212,6 +212,7 @@ class Page:
     limit: int
     offset: int
 
+# %% ../../nbs/profiles/26_experiences.ipynb #77490382
 class Recall:
     "The experience store of one engine (or of a bare store, for notebooks and scripts)."
     def __init__(self, store:Store, engine=None):

@@ -171,6 +171,7 @@ class SearchAnswer:
     isError: bool = False
     def to_dict(self) -> dict: return asdict(self)
 
+# %% ../../nbs/profiles/27_ldims.ipynb #5435e515
 def _rows(store:Store, results) -> dict:
     "(collection, path) -> DocRow for search results."
     keys = [(r.collection, r.path) for r in results]
@@ -180,6 +181,7 @@ def _context(snippet:str) -> str:
     "Snippet lines without their `N: ` line numbers."
     return '\n'.join(l.split(': ', 1)[1] if ': ' in l and l.split(': ', 1)[0].isdigit() else l for l in snippet.split('\n'))
 
+# %% ../../nbs/profiles/27_ldims.ipynb #feadec88
 def run_search(engine, req:SearchRequest) -> tuple[list, int, str]:
     "(results, total matches, engine used) for a checked request."
     from qmd_nb.engine.search import keyword_hits, to_results

@@ -272,6 +272,7 @@ class Deleted:
     doc_id: str
     deleted_chunks: int
 
+# %% ../../nbs/profiles/24_vectordb.ipynb #01394b98
 @contract
 def list_documents(engine, library:Optional[str]=None, # only this library
                    limit:int=20, # 1 to 1000
@@ -285,6 +286,7 @@ def _info(engine, d:DocRow) -> DocInfo:
     f = doc_fields(engine.store, d)
     return DocInfo(f['doc_id'], f['source'], d.title, d.collection, d.hash, f['created_at'], f['metadata'], chunk_count(engine, d))
 
+# %% ../../nbs/profiles/24_vectordb.ipynb #286cc483
 @contract
 def list_libraries(engine) -> Libraries:
     "Every library with its document and chunk counts."
@@ -297,6 +299,7 @@ def list_libraries(engine) -> Libraries:
         st.cache[key] = Libraries([LibraryInfo(k, *v) for k, v in counts.items()])
     return st.cache[key]
 
+# %% ../../nbs/profiles/24_vectordb.ipynb #9eca29e8
 @contract
 def get_document(engine, doc_id:str) -> DocText:
     "The whole text of a document."
