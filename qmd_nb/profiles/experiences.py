@@ -90,6 +90,7 @@ def _check_keywords(v, problems) -> list[str]:
         elif k not in out: out.append(k)
     return out
 
+# %% ../../nbs/profiles/26_experiences.ipynb #a0d54e4f
 _CODES = {'missing': 'MISSING_REQUIRED_FIELDS', 'title': 'INVALID_TITLE', 'secret': 'CONTEXT_NOT_SANITIZED'}
 
 def validate_submission(args:dict) -> Experience|Answer:
@@ -268,6 +269,7 @@ def check_query(keywords, limit, offset) -> Answer|None:
     if not _int_in(limit, 1, 50): return fail('INVALID_LIMIT', f'limit must be an integer from 1 to 50 (got {limit!r})', details={'field': 'limit'})
     if not _int_in(offset, 0, None): return fail('INVALID_LIMIT', f'offset must be an integer of 0 or more (got {offset!r})', details={'field': 'offset'})
 
+# %% ../../nbs/profiles/26_experiences.ipynb #cdfdc9e9
 def relevance(rc:Recall, keywords:str) -> dict[str, float]:
     "id -> relevance (0..1) of every experience that matches `keywords`."
     ids, counts, lens = rc.corpus()
@@ -291,6 +293,7 @@ def _cosines(rc, emb, keywords, ids) -> dict[str, float]:
     qv = emb.embed_query(keywords)
     return {i: float(np.dot(have[i], qv)) for i in ids}
 
+# %% ../../nbs/profiles/26_experiences.ipynb #4b98b665
 def query_experiences(rc:Recall, keywords=None, limit=10, offset=0) -> tuple[Answer, list[str]]:
     "A page of matching experiences, best first, and the ids whose read count goes up once it is answered."
     if (bad := check_query(keywords, limit, offset)) is not None: return bad, []

@@ -134,6 +134,7 @@ class Page:
     content: str
     metadata: PageMeta
 
+# %% ../../nbs/profiles/25_mdq.ipynb #e9d2d65f
 def _sources(store:Store, source) -> list:
     "The collections to look in: the one named, or all; UsageError for an unknown name."
     cols = store.config.collections
@@ -169,6 +170,7 @@ def _by_path(store:Store, path:str, cols:list) -> list[DocRow]:
         docs = [d for c in cols if c.name == head and (d := _doc(store, c.name, rest))]
     return docs
 
+# %% ../../nbs/profiles/25_mdq.ipynb #d441fe5f
 def _ids(store:Store) -> dict:
     "page id -> [(collection, path)], cached until the catalog changes."
     key = ('mdq-ids', generation(store))
