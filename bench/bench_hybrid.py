@@ -30,7 +30,8 @@ def synthetic_filtered(home, n=100_000, dim=384):
     from qmd_nb.engine.store import Store, NewDoc
     from qmd_nb.engine.catalog import put_docs
     from qmd_nb.engine.config import Collection
-    from qmd_nb.engine.vectors import VectorStore, record_embedded, vector_hits
+    from qmd_nb.engine.vectors import record_embedded, vector_hits
+    from qmd_nb.engine.chroma import VectorStore
     from qmd_nb.engine.embed import get_embedder
     st = Store('synthetic-vectors', {'QMD_NB_HOME': home}); emb = get_embedder({}, {'QMD_NB_HOME': home})
     rng = np.random.default_rng(0); docs = n // 4 # 4 chunks a document

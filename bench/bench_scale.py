@@ -117,7 +117,8 @@ def synthetic_vectors(env:dict, chars_per_chunk:int=800):
 import hashlib, numpy as np
 from qmd_nb.engine.store import Store
 from qmd_nb.engine.embed import get_embedder
-from qmd_nb.engine.vectors import VectorStore, record_embedded, pending_hashes
+from qmd_nb.engine.vectors import record_embedded, pending_hashes
+from qmd_nb.engine.chroma import VectorStore
 st = Store(env={{'QMD_NB_HOME': {env['QMD_NB_HOME']!r}}}); emb = get_embedder(st.config.settings)
 todo = pending_hashes(st, emb.fingerprint)
 sizes = dict(st.q("SELECT hash, MAX(size) FROM documents GROUP BY hash"))

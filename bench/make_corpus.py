@@ -131,7 +131,8 @@ def make_vectors(out:Path, chunks:int, sample:int, per_doc:int=8, dim_noise:floa
     from qmd_nb.engine.catalog import put_docs
     from qmd_nb.engine.config import Collection
     from qmd_nb.engine.embed import get_embedder
-    from qmd_nb.engine.vectors import VectorStore, record_embedded
+    from qmd_nb.engine.vectors import record_embedded
+    from qmd_nb.engine.chroma import VectorStore
     home = out/'vectors-1m'/'home'; shutil.rmtree(home, ignore_errors=True)
     st = Store(env={'QMD_NB_HOME': str(home)}); emb = get_embedder({})
     t = time.time(); texts, queries = sample_chunks(sample, emb)

@@ -1,4 +1,4 @@
-"""`qmd-nb`: collections, contexts, `update`, `search`, `get`, `multi-get`, `status` and `eval`, as a thin layer that parses, calls the engine and formats.
+"""The `qmd-nb` command: parse the arguments, call the engine, print the answer.
 
 Docs: https://qmd-nb.github.io/qmd-nb/cli.html.md"""
 
@@ -208,7 +208,7 @@ def _embedder(st, a):
     from qmd_nb.engine.embed import get_embedder
     return get_embedder(st.config.settings, a.env)
 
-def _engine(st, a):
+def _search_engine(st, a):
     "The engine the searches go through, as for MCP and REST (the model loads only when a search needs it)."
     from qmd_nb.engine.api import Engine
     return Engine(st, lambda: _embedder(st, a))
@@ -231,7 +231,7 @@ def cmd_vsearch(a):
     if a.mode == 'server': res = _remote(a, 'vsearch')
     else:
         st = _store(a)
-        res = [] if _hint(st) else run_vsearch(_engine(st, a), a.query, a.n, a.min_score, a.collection, _filter(a), not getattr(a, 'all', False))
+        res = [] if _hint(st) else run_vsearch(_search_engine(st, a), a.query, a.n, a.min_score, a.collection, _filter(a), not getattr(a, 'all', False))
     _print_results(res, a)
 
 def cmd_query(a):
@@ -244,7 +244,7 @@ def cmd_query(a):
     else:
         st = _store(a)
         p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
-        res = [] if _hint(st) else run_query(_engine(st, a), a.query, a.n, a.min_score, a.collection, rerank=not a.no_rerank, explain=a.explain,
+        res = [] if _hint(st) else run_query(_search_engine(st, a), a.query, a.n, a.min_score, a.collection, rerank=not a.no_rerank, explain=a.explain,
                                              filter=_filter(a), collapse=not getattr(a, 'all', False), params=p)[0] # MCP's and REST's rules
     _print_results(res, a, _params_shown(p) if a.mode != 'server' else None)
 
@@ -290,7 +290,7 @@ def _collection_parsers(sp):
     _format_args(cs.add_parser('list', help='List contexts'))
     cs.add_parser('rm', help='Remove a context').add_argument('path')
 
-# %% ../nbs/90_cli.ipynb #1c7a63e1
+# %% ../nbs/90_cli.ipynb #cb5122d4
 def _search_parsers(sp):
     for name in ('update', 'index'):
         p = _sub(sp, name, cmd_update, 'Re-index collections incrementally' + (' (alias of update)' if name == 'index' else ''))
@@ -323,6 +323,7 @@ def _search_parsers(sp):
     _watch_arg(_limit_args(_tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)'))))
     _serve_parsers(sp)
 
+# %% ../nbs/90_cli.ipynb #fafd7d01
 def cmd_mcp(a):
     "mcp: the MCP server over stdio"
     from qmd_nb.serve.server import serve
@@ -378,6 +379,7 @@ def _serve_parsers(sp):
     p.add_argument('--url', help='the server URL for the HTTP variant (default http://127.0.0.1:PORT)')
     _token_parsers(sp)
 
+# %% ../nbs/90_cli.ipynb #a1d32d0c
 def _seconds(s):
     try: v = float(s)
     except ValueError: raise argparse.ArgumentTypeError(f"not a number of seconds: {s!r}")
@@ -404,6 +406,7 @@ def _tools_arg(p):
                    help='MCP tool profiles to expose, comma-separated: qmd, vectordb, mdq, recall, ldims (default: qmd)')
     return p
 
+# %% ../nbs/90_cli.ipynb #78e46f0c
 FILTER_FLAGS = {'labels': 'label', 'metadata': 'meta'} # flags named otherwise than their filter key (`--label ops`)
 
 def _filter_flag(kind:str, doc:str) -> dict:
@@ -433,6 +436,7 @@ def _kv(s):
     if '=' not in s: raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {s!r}")
     return tuple(x.strip() for x in s.split('=', 1))
 
+# %% ../nbs/90_cli.ipynb #e31b35b3
 def _vector_parsers(sp):
     p = _sub(sp, 'embed', cmd_embed, 'Embed pending documents (resumable; Ctrl-C keeps what is done)')
     p.add_argument('-f', '--force', action='store_true', help='drop this model\'s vectors and embed everything again')
@@ -495,6 +499,7 @@ def _ingest_parsers(sp):
     _format_args(cs.add_parser('list', help='List sources'))
     cs.add_parser('remove', help='Forget a source (files stay)').add_argument('name')
 
+# %% ../nbs/90_cli.ipynb #c4d09a07
 def build_parser() -> argparse.ArgumentParser:
     "The `qmd-nb` argument parser."
     from qmd_nb import __version__

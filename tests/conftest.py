@@ -45,3 +45,44 @@ NOTES = {
 
 @pytest.fixture
 def notes(tmp_path): return write_tree(tmp_path/'notes', NOTES)
+
+# The attackers' client (tests/test_security*.py): the system Python's standard library only, run as `nobody`; each test's
+# attacker script starts with these and adds its own steps.
+ATTACKER_LIB = r'''
+import http.client, json, socket, sys
+
+def request(port, method, path, body=None, headers=None, timeout=300, src='127.0.0.1'):
+    "One HTTP request on its own connection: status, headers (lower-case names) and body (status -1 when it failed)."
+    c = http.client.HTTPConnection('127.0.0.1', port, timeout=timeout, source_address=(src, 0))
+    h = dict(headers or {})
+    data = None if body is None else body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    if data is not None: h.setdefault('Content-Type', 'application/json')
+    try:
+        c.request(method, path, body=data, headers=h)
+        r = c.getresponse()
+        return dict(status=r.status, headers={k.lower(): v for k, v in r.getheaders()}, body=r.read(400000).decode('utf-8', 'replace'))
+    except OSError as e: return dict(status=-1, headers={}, body=f'{type(e).__name__}: {e}')
+    finally: c.close()
+
+def rpc_body(r):
+    "The JSON-RPC message of an answer (a JSON body or the first SSE data line)."
+    if r['headers'].get('content-type', '').startswith('text/event-stream'):
+        return next((l[5:].strip() for l in r['body'].splitlines() if l.startswith('data:') and l[5:].strip()), '')
+    return r['body']
+
+def mcp_session(port, token, messages):
+    "Initialize an MCP session over HTTP, send `messages` [(method, params)], close it: every answer (the initialize one first)."
+    base = {'Accept': 'application/json, text/event-stream', **({'Authorization': 'Bearer ' + token} if token else {})}
+    init = {'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'attacker', 'version': '1'}}}
+    r = request(port, 'POST', '/mcp', init, base); r['body'] = rpc_body(r)
+    out = [dict(r, msg=init)]
+    sid = r['headers'].get('mcp-session-id')
+    h = {**base, **({'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-06-18'} if sid else {})}
+    request(port, 'POST', '/mcp', {'jsonrpc': '2.0', 'method': 'notifications/initialized'}, h)
+    for i, (method, params) in enumerate(messages, 1):
+        m = {'jsonrpc': '2.0', 'id': i, 'method': method, 'params': params}
+        r = request(port, 'POST', '/mcp', m, h); r['body'] = rpc_body(r)
+        out.append(dict(r, msg=m))
+    if sid: request(port, 'DELETE', '/mcp', None, h)
+    return out
+'''

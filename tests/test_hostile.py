@@ -107,7 +107,7 @@ def test_owner_allows_private_urls_and_credentials_are_not_kept(qmd, notes, web)
     assert 's3cret' not in dump and 'ana:' not in dump
 
 def test_fetch_deadline_covers_dripped_headers(web):
-    from qmd_nb.engine.ingest import fetch_url, FetchError
+    from qmd_nb.engine.fetch import fetch_url, FetchError
     for path in ('/drip', '/drip-forever', '/drip-body'): # cut in the status line, in the headers, in a body of no stated length
         t = time.monotonic()
         with pytest.raises(FetchError, match='timed out'): fetch_url(f'http://127.0.0.1:{web}{path}', timeout=2, allow_private=True)

@@ -6,7 +6,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from qmd_nb.engine.store import Store
 from qmd_nb.engine.convert import convert_many, page_of
-from qmd_nb.engine.ingest import ingest, fetch_url, FetchError, start_ingest, job_status, wait_job, delete_document, doc_uuid
+from qmd_nb.engine.ingest import ingest, start_ingest, job_status, wait_job, delete_document, doc_uuid
+from qmd_nb.engine.fetch import fetch_url, FetchError
 from qmd_nb.engine.documents import status
 from qmd_nb.engine.errors import UsageError
 

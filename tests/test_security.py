@@ -10,7 +10,7 @@ The attacker's client is a small script run with the system Python (standard lib
 import json, os, re, shutil, subprocess, sys, tempfile, time, uuid
 from pathlib import Path
 import httpx, pytest
-from conftest import QMD_BIN, write_tree
+from conftest import QMD_BIN, ATTACKER_LIB, write_tree
 
 if os.geteuid() != 0 or shutil.which('su') is None: pytest.skip("needs root (to run the attacker as nobody)", allow_module_level=True)
 
@@ -18,45 +18,11 @@ MARK = dict(vault='ZQX-SECRET-7731', title='Quetzalvault', file='hidden-plan-9',
 TOTALS = {'probes': 0, 'leaks': 0}
 
 # -- the attacker: runs as nobody, executes a plan of requests, prints what it got ------------------------------------
-ATTACKER = r'''
-import http.client, json, os, sys
+ATTACKER = ATTACKER_LIB + r'''
+import os
 plan = json.load(open(sys.argv[1]))
 
-def request(port, method, path, body=None, headers=None):
-    c = http.client.HTTPConnection('127.0.0.1', port, timeout=300)
-    h = dict(headers or {})
-    data = None if body is None else body.encode() if isinstance(body, str) else json.dumps(body).encode()
-    if data is not None: h.setdefault('Content-Type', 'application/json')
-    try:
-        c.request(method, path, body=data, headers=h)
-        r = c.getresponse()
-        return dict(status=r.status, headers={k.lower(): v for k, v in r.getheaders()}, body=r.read(400000).decode('utf-8', 'replace'))
-    except OSError as e: return dict(status=-1, headers={}, body=f'{type(e).__name__}: {e}')
-    finally: c.close()
-
-def rpc_body(r):
-    "The JSON-RPC message of an answer (a JSON body or the first SSE data line)."
-    if r['headers'].get('content-type', '').startswith('text/event-stream'):
-        for line in r['body'].splitlines():
-            if line.startswith('data:') and line[5:].strip(): return line[5:].strip()
-        return ''
-    return r['body']
-
-def mcp(step):
-    auth = {'Authorization': 'Bearer ' + step['token']} if step.get('token') else {}
-    base = {'Accept': 'application/json, text/event-stream', **auth}
-    init = {'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'attacker', 'version': '1'}}}
-    r = request(step['port'], 'POST', '/mcp', init, base); r['body'] = rpc_body(r)
-    out = [dict(r, msg=init)]
-    sid = r['headers'].get('mcp-session-id')
-    h = {**base, **({'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-06-18'} if sid else {})}
-    request(step['port'], 'POST', '/mcp', {'jsonrpc': '2.0', 'method': 'notifications/initialized'}, h)
-    for i, (method, params) in enumerate(step['messages'], 1):
-        m = {'jsonrpc': '2.0', 'id': i, 'method': method, 'params': params}
-        r = request(step['port'], 'POST', '/mcp', m, h); r['body'] = rpc_body(r)
-        out.append(dict(r, msg=m))
-    if sid: request(step['port'], 'DELETE', '/mcp', None, h)
-    return out
+def mcp(step): return mcp_session(step['port'], step.get('token'), step['messages'])
 
 def file(step):
     p = step['path']

@@ -27,7 +27,7 @@ The counts of probes and leaks are printed."""
 import json, os, re, shutil, subprocess, tempfile, time, hashlib, base64, secrets, concurrent.futures as cf
 from pathlib import Path
 import httpx, pytest
-from conftest import QMD_BIN, Qmd, write_tree
+from conftest import QMD_BIN, ATTACKER_LIB, Qmd, write_tree
 
 if os.geteuid() != 0 or shutil.which('su') is None: pytest.skip("needs root (to run the attacker as nobody)", allow_module_level=True)
 
@@ -35,21 +35,10 @@ SECRET_WORD, VAULT_MARK = 'zanzibarword', 'ZQX-SECRET-7731'
 TOTALS = {'probes': 0, 'leaks': 0}
 
 # the attacker's client: the system Python, standard library only, run as nobody
-ATTACKER = r'''
-import http.client, json, socket, sys
+ATTACKER = ATTACKER_LIB + r'''
 plan = json.load(open(sys.argv[1]))
 
-def request(s):
-    c = http.client.HTTPConnection('127.0.0.1', s['port'], timeout=120, source_address=(s.get('src', '127.0.0.1'), 0))
-    h, body = dict(s.get('headers') or {}), s.get('body')
-    data = None if body is None else body.encode() if isinstance(body, str) else json.dumps(body).encode()
-    if data is not None: h.setdefault('Content-Type', 'application/json')
-    try:
-        c.request(s['method'], s['path'], body=data, headers=h)
-        r = c.getresponse()
-        return dict(status=r.status, headers={k.lower(): v for k, v in r.getheaders()}, body=r.read(400000).decode('utf-8', 'replace'))
-    except OSError as e: return dict(status=-1, headers={}, body=f'{type(e).__name__}: {e}')
-    finally: c.close()
+def send(s): return request(s['port'], s['method'], s['path'], s.get('body'), s.get('headers'), 120, s.get('src', '127.0.0.1'))
 
 def raw(s):
     "Send bytes as they are (repeated headers, upgrades); the status line and body of the answer."
@@ -63,31 +52,14 @@ def raw(s):
     status = int(head.split(b' ')[1]) if head.startswith(b'HTTP/') else -1
     return dict(status=status, headers={}, body=body.decode('utf-8', 'replace'))
 
-def data_of(r):
-    if r['headers'].get('content-type', '').startswith('text/event-stream'):
-        return next((l[5:].strip() for l in r['body'].splitlines() if l.startswith('data:') and l[5:].strip()), '')
-    return r['body']
-
-def mcp(s):
-    base = {'Accept': 'application/json, text/event-stream', 'Authorization': 'Bearer ' + s['token']}
-    init = {'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'a', 'version': '1'}}}
-    r = request(dict(port=s['port'], method='POST', path='/mcp', body=init, headers=base))
-    sid = r['headers'].get('mcp-session-id')
-    h = {**base, **({'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-06-18'} if sid else {})}
-    request(dict(port=s['port'], method='POST', path='/mcp', body={'jsonrpc': '2.0', 'method': 'notifications/initialized'}, headers=h))
-    out = []
-    for i, (method, params) in enumerate(s['messages'], 1):
-        r = request(dict(port=s['port'], method='POST', path='/mcp', body={'jsonrpc': '2.0', 'id': i, 'method': method, 'params': params}, headers=h))
-        r['body'] = data_of(r); out.append(r)
-    if sid: request(dict(port=s['port'], method='DELETE', path='/mcp', headers=h))
-    return out
+def mcp(s): return mcp_session(s['port'], s['token'], s['messages'])[1:]
 
 def par(s):
     "Send the steps all at once (each on its own connection): they wait in the server's write queue together."
     from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(len(s['steps'])) as ex: return list(ex.map(request, s['steps']))
+    with ThreadPoolExecutor(len(s['steps'])) as ex: return list(ex.map(send, s['steps']))
 
-json.dump([{'http': request, 'raw': raw, 'mcp': mcp, 'par': par}[s['kind']](s) for s in plan], sys.stdout)
+json.dump([{'http': send, 'raw': raw, 'mcp': mcp, 'par': par}[s['kind']](s) for s in plan], sys.stdout)
 '''
 
 def attack(w, plan:list) -> list:

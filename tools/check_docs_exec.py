@@ -57,7 +57,7 @@ def run_docs_cells(nbs:Path):
 if __name__ == '__main__':
     nbs = Path(__file__).resolve().parents[1]/'nbs'
     args = [a for a in sys.argv[1:] if a != '--run']
-    files = [Path(a) for a in args] or sorted([*nbs.rglob('[0-9]*.ipynb'), nbs/'index.ipynb', *nbs.glob('tutorials/*.ipynb')])
+    files = [Path(a) for a in args] or sorted({*nbs.rglob('[0-9]*.ipynb'), *nbs.glob('*.ipynb'), *nbs.glob('tutorials/*.ipynb')})
     found = [p for f in files for p in problems(f)]
     print('\n'.join(found) or f"{len(files)} notebooks: nbdev-docs runs the same cells cleanly (no import cell reads what it skips)")
     if found: sys.exit(1)

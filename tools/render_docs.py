@@ -69,6 +69,8 @@ def sidebar_yml() -> str:
     for name, folder in SECTIONS:
         part = [p for p in nbs if str(Path(p).parent).strip('.') == folder and re.match(r'\d+', Path(p).name)]
         if part: contents.append({'section': name, 'contents': part})
+    dev = [p for p in nbs if '/' not in p and p != 'index.ipynb' and not re.match(r'\d', p)] # guides for developers
+    if dev: contents.append({'section': 'Developing', 'contents': dev})
     rest = [p for p in nbs if p not in contents and not any(isinstance(c, dict) and p in c['contents'] for c in contents)]
     if rest: contents.append({'section': 'More', 'contents': rest})
     head = '# Written by `python tools/render_docs.py --sidebar` from the notebooks in nbs/: run it after adding one.\n'

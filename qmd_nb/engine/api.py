@@ -1,4 +1,4 @@
-"""`Engine` (a store plus its model, loaded in the background) and the operations every door calls: `run_query`, `run_vsearch`, listing.
+"""`Engine` and the operations every door calls: `run_query`, `run_vsearch`, listing.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/api.html.md"""
 

@@ -1,4 +1,4 @@
-"""Who may do what over HTTP: random bearer tokens stored hashed, each with a scope (read, write, admin), optional collections and an expiry; the one table of operations and the scope each needs; and the folders a server may read for a client.
+"""Bearer tokens with scopes, collections and expiry; paths a client may name.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/auth.html.md"""
 

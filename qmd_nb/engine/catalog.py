@@ -1,4 +1,4 @@
-"""Reading and writing documents in the store: what the indexer writes, what search and the doors read, by id, path, docid or collection.
+"""Reading and writing documents: the catalog's API every other module uses instead of SQL.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/catalog.html.md"""
 

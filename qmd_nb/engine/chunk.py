@@ -1,4 +1,4 @@
-"""Markdown-aware chunking for embeddings: break at headings, then blank lines, never inside a code fence; sized in the embedding model's word pieces, with overlap.
+"""Markdown-aware chunks for embeddings, sized in the model's tokens.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/chunk.html.md"""
 

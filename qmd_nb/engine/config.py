@@ -1,4 +1,4 @@
-"""Where qmd-nb keeps its index and settings, and the collections and contexts you declare.
+"""Where an index and its settings live; the collections and contexts you declare.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/config.html.md"""
 

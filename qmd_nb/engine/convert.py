@@ -1,4 +1,4 @@
-"""PDF, Word and HTML files become markdown plus their metadata (title, author, dates, pages), so the rest of qmd-nb indexes them like notes.
+"""PDF, Word and HTML files become markdown and metadata; `FORMATS` lists what qmd-nb reads.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/convert.html.md"""
 
@@ -12,14 +12,21 @@ from pathlib import Path, PurePath
 from .errors import QmdError
 
 # %% auto #0
-__all__ = ['KINDS', 'CONVERTIBLE', 'CONVERTER_VERSION', 'ConversionError', 'kind_of', 'decode_text', 'Converted', 'page_of',
-           'iso_date', 'utc_iso', 'pdf_to_markdown', 'docx_to_markdown', 'html_charset', 'html_to_markdown',
-           'convert_bytes', 'convert_file', 'Converter', 'convert_many']
+__all__ = ['FORMATS', 'KINDS', 'CONVERTED', 'CONVERTIBLE', 'CONTENT_TYPES', 'CONVERTER_VERSION', 'ConversionError', 'kind_of',
+           'decode_text', 'Converted', 'page_of', 'iso_date', 'utc_iso', 'pdf_to_markdown', 'docx_to_markdown',
+           'html_charset', 'html_to_markdown', 'convert_bytes', 'convert_file', 'Converter', 'convert_many']
 
 # %% ../../nbs/engine/02a_convert.ipynb #63474089
-KINDS = {'.md': 'md', '.markdown': 'md', '.txt': 'txt', '.text': 'txt', '.pdf': 'pdf', '.docx': 'docx',
-         '.html': 'html', '.htm': 'html', '.xhtml': 'html'}
-CONVERTIBLE = tuple(e for e, k in KINDS.items() if k not in ('md', 'txt')) # extensions converted to markdown
+FORMATS = dict( # kind -> (extensions, MIME types, converter name: a function of this module taking (data, charset), None: text)
+    md=(('.md', '.markdown'), ('text/markdown', 'text/x-markdown'), None),
+    txt=(('.txt', '.text'), ('text/plain',), None),
+    pdf=(('.pdf',), ('application/pdf',), 'pdf_to_markdown'),
+    docx=(('.docx',), ('application/vnd.openxmlformats-officedocument.wordprocessingml.document',), 'docx_to_markdown'),
+    html=(('.html', '.htm', '.xhtml'), ('text/html', 'application/xhtml+xml'), 'html_to_markdown'))
+KINDS = {e: k for k, (exts, _, _) in FORMATS.items() for e in exts} # extension -> kind
+CONVERTED = tuple(k for k, (_, _, conv) in FORMATS.items() if conv) # kinds converted to markdown (the others are text)
+CONVERTIBLE = tuple(e for e, k in KINDS.items() if k in CONVERTED) # their extensions
+CONTENT_TYPES = {m: k for k, (_, mimes, _) in FORMATS.items() for m in mimes} # what a web server's Content-Type says
 CONVERTER_VERSION = '1' # bump when conversions change, so cached ones are redone
 
 class ConversionError(QmdError):
@@ -98,7 +105,8 @@ def _clean_lines(t:str) -> list[str]:
     t = re.sub(r'[\x00-\x08\x0b\x0c\x0e-\x1f]', '', t.replace('\r\n', '\n').replace('\r', '\n'))
     return [l.rstrip() for l in t.strip('\n').split('\n')] if t.strip() else []
 
-def pdf_to_markdown(data:bytes) -> Converted:
+def pdf_to_markdown(data:bytes, charset:str|None=None # unused: every converter takes it (see `FORMATS`)
+                   ) -> Converted:
     "A PDF's text layer, page by page, with `pages` and `page_lines`."
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
@@ -145,7 +153,8 @@ def _docx_meta(d) -> dict:
         if v := iso_date(getattr(cp, attr, None)): out[k] = v
     return out
 
-def docx_to_markdown(data:bytes) -> Converted:
+def docx_to_markdown(data:bytes, charset:str|None=None # unused: every converter takes it (see `FORMATS`)
+                    ) -> Converted:
     "A Word document's paragraphs and tables as markdown, with its core properties."
     import docx
     from docx.opc.exceptions import PackageNotFoundError
@@ -206,18 +215,15 @@ def html_to_markdown(data:bytes, charset:str|None=None # charset the server decl
 
 # %% ../../nbs/engine/02a_convert.ipynb #432a9325
 def convert_bytes(data:bytes, # the file's bytes
-                  kind:str, # 'md', 'txt', 'pdf', 'docx' or 'html'
+                  kind:str, # a kind of `FORMATS`: 'md', 'txt', 'pdf', 'docx', 'html'
                   name:str='', # file name or URL, for messages
                   charset:str|None=None # declared charset (HTML from a server)
                  ) -> Converted:
     "The markdown and metadata of a document."
-    if kind in ('md', 'txt'):
-        try: return Converted(decode_text(data), {'file_type': kind}, kind)
-        except ValueError as e: raise ConversionError(str(e)) from None
-    if kind == 'pdf': return pdf_to_markdown(data)
-    if kind == 'docx': return docx_to_markdown(data)
-    if kind == 'html': return html_to_markdown(data, charset)
-    raise ConversionError(f"unsupported file type {kind!r}" + (f" ({name})" if name else ''))
+    if kind not in FORMATS: raise ConversionError(f"unsupported file type {kind!r}" + (f" ({name})" if name else ''))
+    if conv := FORMATS[kind][2]: return globals()[conv](data, charset) # a converter of this module, by name (`FORMATS`)
+    try: return Converted(decode_text(data), {'file_type': kind}, kind)
+    except ValueError as e: raise ConversionError(str(e)) from None
 
 def convert_file(path:str|Path) -> Converted:
     "Read and convert a file by its extension (unknown extensions are read as text)."

@@ -1,4 +1,4 @@
-"""`get`, `multi_get` and `status`: find a document by path, `collection/path`, `qmd://` URI, absolute path or docid, read it by lines, and describe the index.
+"""`get`, `multi_get` and `status`: find a document however it is named, read it by lines.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/documents.html.md"""
 

@@ -1,4 +1,4 @@
-"""Text to vectors: one interface for the bundled all-MiniLM-L6-v2 (run by OpenVINO in int8 where the CPU has VNNI, else bf16: 4.5x and 3x plain sentence-transformers here), any local sentence-transformers folder, and a hashing embedder for tests.
+"""Text to vectors: the bundled MiniLM model (OpenVINO), other models, a test embedder.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/embed.html.md"""
 

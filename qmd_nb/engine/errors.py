@@ -1,4 +1,4 @@
-"""The errors every layer raises (each with the HTTP status REST answers with), and the limits on a request: deadlines, a read-only index, a full disk.
+"""The errors every layer raises, each with its HTTP status, and a request's limits.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/errors.html.md"""
 

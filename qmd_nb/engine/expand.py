@@ -1,4 +1,4 @@
-"""Typed sub-queries (`lex:`, `vec:`, `hyde:`), pseudo-relevance feedback for both the keyword and the vector side, and an optional OpenAI-compatible chat endpoint that writes expansions.
+"""Typed sub-queries and query expansion: feedback terms and vectors, or a chat model.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/expand.html.md"""
 

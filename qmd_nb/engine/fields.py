@@ -1,4 +1,4 @@
-"""The fields of a markdown document and the analysed term stream the keyword index is built from: title, front matter summary, headings, the lead sentence and the body, with word positions and the entries of link lists.
+"""A markdown document's fields (title, headings, body...) as the keyword index reads them.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/fields.html.md"""
 

@@ -1,4 +1,4 @@
-"""Labels, author, type, dates, durations, staleness and equality on any metadata key, turned into a document mask that every search applies before its top-k cut.
+"""The filter vocabulary (labels, author, type, dates) and the document masks searches apply.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/filter.html.md"""
 

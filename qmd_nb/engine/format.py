@@ -1,4 +1,4 @@
-"""How results read: the contract's summaries for agents, and the CLI's `cli`, `json`, `csv`, `md`, `xml` and `files` output formats.
+"""How results read: the contract's summaries and the CLI's output formats.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/format.html.md"""
 

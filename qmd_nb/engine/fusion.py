@@ -1,4 +1,4 @@
-"""Ranking formulas for hybrid search, each a small pure function: reciprocal rank fusion with a top-rank bonus, z-score convex combination, min-max scaling, and the position-aware blend with a reranker.
+"""Fusion methods over ranked lists (z-scores, RRF), one implementation for pipeline and lab.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/fusion.html.md"""
 
@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # %% auto #0
-__all__ = ['RankedList', 'Fused', 'rrf_term', 'rank_bonus', 'rrf', 'zscores', 'zscore_fusion', 'minmax', 'blend_weight', 'blend']
+__all__ = ['FUSIONS', 'RankedList', 'Fused', 'Lists', 'zscores', 'stack', 'fused_of', 'rrf_term', 'rank_bonus', 'rrf_parts',
+           'rrf', 'zscore_parts', 'zscore_fusion', 'minmax', 'blend_weight', 'blend', 'fuse_arrays', 'fuse']
 
 # %% ../../nbs/engine/11_fusion.ipynb #7c59466f
 @dataclass
@@ -28,32 +29,15 @@ class Fused:
     score: float
     parts: dict = field(default_factory=dict) # list name -> contribution
 
-# %% ../../nbs/engine/11_fusion.ipynb #77312a2c
-def rrf_term(weight, k, rank):
-    "One list's RRF contribution for a document at 1-based `rank` (numbers or arrays)."
-    return weight / (k + rank)
+# %% ../../nbs/engine/11_fusion.ipynb #4780c5ba
+@dataclass
+class Lists:
+    "Ranked lists as arrays over queries (Q), lists (S) and pooled documents (P): what every fusion method reads."
+    member: np.ndarray # [Q, S, P] whether the list holds the document
+    rank: np.ndarray # [Q, S, P] its 1-based rank there (0 when absent)
+    z: np.ndarray # [Q, S, P] its z-score there (`zscores`), the list's floor when absent
+    weight: np.ndarray # [Q, S] each list's weight (0: left out)
 
-def rank_bonus(best_rank, bonus_first:float, bonus_top3:float):
-    "The bonus for a document's best rank over all lists: first place, else 2nd or 3rd, else none (numbers or arrays)."
-    return bonus_first * (best_rank == 1) + bonus_top3 * ((best_rank > 1) & (best_rank <= 3))
-
-def rrf(lists:list[RankedList], k:float=60, # damping: larger flattens the rank curve
-        bonus_first:float=0.05, # added once if the document is first in any list
-        bonus_top3:float=0.02 # added once if it is 2nd or 3rd in any list (and first in none)
-       ) -> list[Fused]:
-    "Reciprocal rank fusion, best first (ties by first appearance)."
-    acc, best = {}, {}
-    for l in lists:
-        for r, d in enumerate(l.ids, 1):
-            f = acc.setdefault(d, Fused(d, 0.0))
-            c = rrf_term(l.weight, k, r); f.score += c; f.parts[l.name] = c
-            best[d] = min(best.get(d, r), r)
-    for d, f in acc.items():
-        b = rank_bonus(best[d], bonus_first, bonus_top3)
-        if b: f.score += b; f.parts['bonus'] = b
-    return sorted(acc.values(), key=lambda f: -f.score)
-
-# %% ../../nbs/engine/11_fusion.ipynb #5faad692
 def zscores(x) -> tuple[np.ndarray, float]:
     "Standardised scores and the value for a document the list does not hold (its lowest score's)."
     x = np.asarray(x, dtype=np.float64)
@@ -63,16 +47,60 @@ def zscores(x) -> tuple[np.ndarray, float]:
     z = (x - x.mean()) / s
     return z, float(z.min())
 
+def stack(lists:list[RankedList]) -> tuple[list, Lists]:
+    "One query's lists as `Lists` (Q = 1) and the document of each column, in order of first appearance."
+    ids = list(dict.fromkeys(d for l in lists for d in l.ids))
+    pos, S, P = {d: j for j, d in enumerate(ids)}, len(lists), len(ids)
+    member, rank, z = np.zeros((1, S, P), bool), np.zeros((1, S, P)), np.zeros((1, S, P))
+    for s, l in enumerate(lists):
+        zs, floor = zscores(l.scores); cols = [pos[d] for d in l.ids]
+        z[0, s] = floor
+        member[0, s, cols], rank[0, s, cols], z[0, s, cols] = True, np.arange(1, len(cols) + 1), zs
+    return ids, Lists(member, rank, z, np.array([[l.weight for l in lists]], dtype=np.float64).reshape(1, S))
+
+def fused_of(lists:list[RankedList], method, # (Lists, **params) -> (parts [Q, S, P], extra [Q, P]); see `FUSIONS`
+             **params) -> list[Fused]:
+    "One query's lists fused by `method`, best first (ties by first appearance), each with its parts."
+    if not lists: return []
+    ids, a = stack(lists)
+    parts, extra = method(a, **params)
+    score = np.nansum(parts, 1) + extra
+    out = []
+    for j, d in enumerate(ids):
+        f = Fused(d, float(score[0, j]), {l.name: float(parts[0, s, j]) for s, l in enumerate(lists) if not np.isnan(parts[0, s, j])})
+        if extra[0, j]: f.parts['bonus'] = float(extra[0, j])
+        out.append(f)
+    return sorted(out, key=lambda f: -f.score)
+
+# %% ../../nbs/engine/11_fusion.ipynb #77312a2c
+def rrf_term(weight, k, rank):
+    "One list's RRF contribution for a document at 1-based `rank` (numbers or arrays)."
+    return weight / (k + rank)
+
+def rank_bonus(best_rank, bonus_first:float, bonus_top3:float):
+    "The bonus for a document's best rank over all lists: first place, else 2nd or 3rd, else none (numbers or arrays)."
+    return bonus_first * (best_rank == 1) + bonus_top3 * ((best_rank > 1) & (best_rank <= 3))
+
+def rrf_parts(a:Lists, k:float=60, bonus_first:float=0.05, bonus_top3:float=0.02) -> tuple[np.ndarray, np.ndarray]:
+    "RRF over arrays: each list's `rrf_term` where it holds the document (NaN elsewhere), and the best-rank bonus."
+    parts = np.where(a.member, rrf_term(a.weight[:, :, None], k, np.where(a.member, a.rank, 1)), np.nan)
+    return parts, rank_bonus(np.where(a.member, a.rank, np.inf).min(1), bonus_first, bonus_top3)
+
+def rrf(lists:list[RankedList], k:float=60, # damping: larger flattens the rank curve
+        bonus_first:float=0.05, # added once if the document is first in any list
+        bonus_top3:float=0.02 # added once if it is 2nd or 3rd in any list (and first in none)
+       ) -> list[Fused]:
+    "Reciprocal rank fusion, best first (ties by first appearance)."
+    return fused_of(lists, rrf_parts, k=k, bonus_first=bonus_first, bonus_top3=bonus_top3)
+
+# %% ../../nbs/engine/11_fusion.ipynb #5faad692
+def zscore_parts(a:Lists, **_) -> tuple[np.ndarray, np.ndarray]:
+    "Z-scores over arrays: each list's weighted z-score of every document (its floor where absent); no extra term."
+    return a.weight[:, :, None] * a.z, np.zeros((a.z.shape[0], a.z.shape[2]))
+
 def zscore_fusion(lists:list[RankedList]) -> list[Fused]:
     "Weighted sum of per-list z-scores, best first; a missing document gets the list's lowest z-score."
-    acc, zs = {}, []
-    for l in lists:
-        z, floor = zscores(l.scores); zs.append((l, dict(zip(l.ids, z)), floor))
-        for d in l.ids: acc.setdefault(d, Fused(d, 0.0))
-    for l, z, floor in zs:
-        for d, f in acc.items():
-            c = l.weight * z.get(d, floor); f.score += c; f.parts[l.name] = c
-    return sorted(acc.values(), key=lambda f: -f.score)
+    return fused_of(lists, zscore_parts)
 
 # %% ../../nbs/engine/11_fusion.ipynb #f7a04b77
 def minmax(x) -> np.ndarray:
@@ -98,3 +126,15 @@ def blend(fused:list[float], # fused scores, best first
     f, r = minmax(fused), minmax(rerank)
     w = np.array([blend_weight(i + 1, bands, rest) for i in range(len(f))])
     return w * f + (1 - w) * r
+
+# %% ../../nbs/engine/11_fusion.ipynb #e0ff7a7d
+FUSIONS = dict(zscore=zscore_parts, rrf=rrf_parts) # name -> (Lists, **params) -> (parts [Q, S, P], extra [Q, P])
+
+def fuse_arrays(a:Lists, method:str, **params) -> np.ndarray:
+    "Fused scores [Q, P] of many queries' lists at once (the lab's path)."
+    parts, extra = FUSIONS[method](a, **params)
+    return np.nansum(parts, 1) + extra
+
+def fuse(lists:list[RankedList], method:str, **params) -> list[Fused]:
+    "One query's lists fused with the method called `method` (the pipeline's path)."
+    return fused_of(lists, FUSIONS[method], **params)

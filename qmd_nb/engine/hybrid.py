@@ -1,4 +1,4 @@
-"""`query`: keyword and vector retrieval of the question and its expansions, fused, the top candidates re-scored and blended; every constant a named parameter, every hit explainable.
+"""`query`: keyword and vector retrieval, fused, re-scored and blended.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/hybrid.html.md"""
 
@@ -16,16 +16,17 @@ from .keyword import BM25Params, keyword_index
 from .search import keyword_hits, cited_by, families
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits
 from .rank import main_first
-from .vectors import VectorStore, vector_hits, has_vectors
-from .fusion import RankedList, Fused, rrf, zscore_fusion, blend, minmax
+from .vectors import vector_hits, has_vectors
+from .chroma import VectorStore
+from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, minmax
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
 from .filter import Filter, parse_filter, sort_hits
 from .rerank import candidates, EmbedReranker, CrossEncoderReranker, HTTPReranker, CachedReranker, warm_windows
 
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'get_reranker', 'QueryHit', 'list_weight', 'run_list', 'strong_probe',
-           'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'rerank_order', 'rescore', 'evidenced', 'explain_hit',
-           'cited_rerank', 'main_copies_first', 'hybrid_hits', 'query', 'warm_reranker']
+           'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'rerank_order', 'rescore',
+           'evidenced', 'explain_hit', 'cited_rerank', 'main_copies_first', 'hybrid_hits', 'query', 'warm_reranker']
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #75093a6d
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class QueryParams:
     expansion_weight: float = 1.0 # weight of each expansion's lists
     lex_weight: float = 1.0 # keyword lists' share in fusion
     vec_weight: float = 1.0 # vector lists' share in fusion
-    fusion: str = 'zscore' # 'zscore' (convex combination of z-scores) or 'rrf'
+    fusion: str = 'zscore' # a method of `fusion.FUSIONS`: 'zscore' (convex combination of z-scores), 'rrf'...
     rrf_k: float = 60.0
     bonus_first: float = 0.05 # RRF bonus for a first place in any list
     bonus_top3: float = 0.02 # RRF bonus for a second or third place
@@ -75,7 +76,7 @@ class QueryParams:
             try: conv[k] = types[k](v)
             except (TypeError, ValueError): raise UsageError(f"Query parameter {k} must be a {types[k].__name__} (got {v!r})") from None
         p = replace(self, **conv)
-        if p.fusion not in ('zscore', 'rrf'): raise UsageError(f"fusion must be zscore or rrf (got {p.fusion!r})")
+        if p.fusion not in FUSIONS: raise UsageError(f"fusion must be {' or '.join(FUSIONS)} (got {p.fusion!r})")
         if p.expansion not in ('prf', 'chat', 'none'): raise UsageError(f"expansion must be prf, chat or none (got {p.expansion!r})")
         if p.rerank not in ('embed', 'cross-encoder', 'http', 'none'): raise UsageError(f"rerank must be embed, cross-encoder, http or none (got {p.rerank!r})")
         return p
@@ -176,7 +177,11 @@ def gather(store:Store, embedder, query:str, p:QueryParams, names, subs:list[Sub
 
 def fuse(lists:list[RankedList], p:QueryParams) -> list[Fused]:
     "Fuse ranked lists with the method the parameters name."
-    return rrf(lists, p.rrf_k, p.bonus_first, p.bonus_top3) if p.fusion == 'rrf' else zscore_fusion(lists)
+    return fuse_lists(lists, p.fusion, **fusion_params(p))
+
+def fusion_params(p:QueryParams) -> dict:
+    "The fusion methods' parameters (each method takes those it needs)."
+    return dict(k=p.rrf_k, bonus_first=p.bonus_first, bonus_top3=p.bonus_top3)
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #08c941cd
 def _scaled_tail(fused:list[Fused], below:float) -> list[float]:
@@ -246,7 +251,7 @@ def main_copies_first(store:Store, hits:list, p:BM25Params, lex:list, n_terms:in
 
 def _cache_key(store, embedder, query, limit, names, min_score, p, searches, flt=None, collapse=True):
     from qmd_nb.engine.store import generation
-    from qmd_nb.engine.vectors import vector_generation
+    from qmd_nb.engine.chroma import vector_generation
     fp = embedder.fingerprint if embedder else ''
     live = flt is not None and any((flt.created_within, flt.updated_within, flt.stale)) # relative to now: never cached
     return None if live else ('qcache', query, limit, tuple(names or ()), min_score, p, repr(searches), flt, collapse, generation(store), vector_generation(store, fp) if fp else 0)

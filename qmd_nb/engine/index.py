@@ -1,4 +1,4 @@
-"""Collections and contexts, file discovery, and the incremental `update`: unchanged files cost a `stat`, changed ones are re-read, vanished ones removed.
+"""Collections, contexts, file discovery and the incremental `update`.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/index.html.md"""
 
@@ -16,7 +16,7 @@ from .errors import UsageError, NotFound, QmdError, DiskFull, disk_full
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
 from .store import Store, NewDoc, DocRow, generation, get_collection, check_allowed
 from .catalog import Known, put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, forget_collection, rename_in_catalog, cached_conversion, cache_conversions, library_files
-from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS
+from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED
 from .keyword import current_commit
 from .fields import doc_stream
 from .progress import progress_bar
@@ -255,7 +255,7 @@ def _read(full, rel, old, st, c, an, stats, lib, root:str|None=None # the collec
     h = hashlib.sha256(data).hexdigest()
     if old == h: return 'same'
     kind = KINDS.get(os.path.splitext(rel)[1].lower())
-    if kind in ('pdf', 'docx', 'html'): return _Pending(rel, data, h, kind, st, old is not None)
+    if kind in CONVERTED: return _Pending(rel, data, h, kind, st, old is not None)
     try: text = decode_text(data)
     except ValueError as e: stats.problems[rel] = str(e); return None
     return prepare_doc(c.name, rel, text, h, an, st.st_size, st.st_mtime, meta=doc_meta({}, *lib[rel]) if rel in lib else None)

@@ -1,4 +1,4 @@
-"""Add one file or web page to a library without scanning a folder: deduplicated by source, converted, indexed, citable by a stable document id; slow ones as background jobs.
+"""Add one file or web page to a library, without scanning a folder.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/ingest.html.md"""
 
@@ -6,11 +6,11 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/ingest.html.md"""
 
 # %% ../../nbs/engine/05a_ingest.ipynb #008cac43
 from __future__ import annotations
-import hashlib, ipaddress, json, os, re, socket, threading, time, uuid
+import hashlib, json, os, re, time, uuid
 from concurrent.futures import ThreadPoolExecutor, wait as _wait_futures
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit, urlunsplit, unquote, quote
+from urllib.parse import urlsplit, unquote
 from .config import Collection, check_name, check_path_text, private_dir
 from .errors import QmdError, UsageError, NotFound, Busy
 from .store import Store, DocRow, generation, now_iso, check_allowed
@@ -19,12 +19,12 @@ from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSIO
 from .text import Analyzer
 from .index import prepare_doc, doc_meta
 from .keyword import refresh
+from .fetch import clean_url, fetch_url
 
 # %% auto #0
-__all__ = ['NAMESPACE', 'LIBRARY_MASK', 'CONTENT_TYPES', 'MAX_JOB_WORKERS', 'MAX_JOBS_QUEUED', 'doc_uuid', 'find_by_uuid',
-           'library_dir', 'is_library', 'ensure_library', 'FetchError', 'Fetched', 'clean_url', 'public_address',
-           'fetch_url', 'IngestResult', 'Source', 'read_source', 'convert_cached', 'chunk_count', 'ingest',
-           'delete_document', 'Job', 'start_ingest', 'job_status', 'wait_job']
+__all__ = ['NAMESPACE', 'LIBRARY_MASK', 'MAX_JOB_WORKERS', 'MAX_JOBS_QUEUED', 'doc_uuid', 'find_by_uuid', 'library_dir',
+           'is_library', 'ensure_library', 'IngestResult', 'Source', 'read_source', 'convert_cached', 'chunk_count',
+           'ingest', 'delete_document', 'Job', 'start_ingest', 'job_status', 'wait_job']
 
 # %% ../../nbs/engine/05a_ingest.ipynb #345cf233
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, 'https://github.com/qmd-nb/qmd-nb/document')
@@ -67,155 +67,6 @@ def ensure_library(store:Store, library:str) -> Collection:
         c = store.config.collections[library] = Collection(library, str(folder), LIBRARY_MASK, 'Files and pages ingested one by one')
         store.save_config()
     return c
-
-# %% ../../nbs/engine/05a_ingest.ipynb #d0921394
-CONTENT_TYPES = {'text/html': 'html', 'application/xhtml+xml': 'html', 'text/plain': 'txt', 'text/markdown': 'md',
-                 'text/x-markdown': 'md', 'application/pdf': 'pdf',
-                 'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx'}
-
-class FetchError(QmdError):
-    "A URL that could not be fetched, or whose answer qmd-nb cannot use."
-    status = 502
-
-@dataclass
-class Fetched:
-    "What a URL gave."
-    url: str # as asked
-    final_url: str # after redirects
-    data: bytes
-    kind: str # 'html', 'txt', 'md', 'pdf' or 'docx'
-    charset: str|None = None # as the server declared it
-
-def _check_http(url:str) -> str:
-    u = urlsplit(url)
-    try: u.port
-    except ValueError: raise UsageError(f"Not a valid URL (bad port): {clean_url(url)!r}") from None
-    if u.scheme.lower() not in ('http', 'https') or not u.hostname: raise UsageError(f"Only http(s) URLs can be ingested (got {clean_url(url)!r})")
-    return url
-
-def clean_url(url:str) -> str:
-    "`url` without the user name and password written into it (`https://user:pw@host/x` -> `https://host/x`)."
-    u = urlsplit(url)
-    if '@' not in u.netloc: return url
-    return urlunsplit(u._replace(netloc=u.netloc.rsplit('@', 1)[1]))
-
-def _kind_of_response(r, url:str) -> tuple[str, str|None]:
-    "(kind, charset) from a response's Content-Type, or FetchError."
-    ctype = r.headers.get('content-type', '')
-    mime = ctype.split(';')[0].strip().lower()
-    cs = re.search(r'charset\s*=\s*"?([\w.:-]+)', ctype, re.I)
-    kind = CONTENT_TYPES.get(mime)
-    if kind is None and mime in ('', 'application/octet-stream'): kind = KINDS.get(os.path.splitext(urlsplit(url).path)[1].lower())
-    if kind is None: raise FetchError(f"Unsupported content type {mime or '(none)'!r} from {url}: qmd-nb ingests HTML, text, markdown, PDF and Word")
-    return kind, cs.group(1) if cs else None
-
-# %% ../../nbs/engine/05a_ingest.ipynb #f077e4f9
-_NAT64 = ipaddress.ip_network('64:ff9b::/96')
-
-def public_address(ip:str) -> bool:
-    "Whether an address is a public unicast one: not loopback, private, link-local, multicast, reserved or unspecified (IPv4 inside IPv6 included)."
-    a = ipaddress.ip_address(ip.split('%')[0])
-    if a.version == 6:
-        inner = a.ipv4_mapped or a.sixtofour or (a.teredo[1] if a.teredo else None) or \
-                (ipaddress.IPv4Address(int(a) & 0xFFFFFFFF) if a in _NAT64 else None)
-        if inner is not None: return public_address(str(inner))
-    return a.is_global and not (a.is_multicast or a.is_private or a.is_loopback or a.is_link_local or a.is_reserved or a.is_unspecified)
-
-def _resolve(host:str, port:int, seconds:float) -> list[str]:
-    "The host's addresses, asked of the system resolver in a thread so that a slow DNS server cannot outlast the deadline."
-    out, done = [], threading.Event()
-    def run():
-        try: out.extend(dict.fromkeys(ai[4][0] for ai in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)))
-        except (OSError, UnicodeError): pass
-        finally: done.set()
-    threading.Thread(target=run, daemon=True, name='qmd-nb-resolve').start()
-    done.wait(max(0.0, seconds))
-    return list(out)
-
-class _Watchdog:
-    "Shut a socket down when the deadline comes, whatever it is waiting for (a server sending a byte every 2 s included)."
-    def __init__(self, sock, deadline:float):
-        self.sock, self.fired = sock, False
-        self.t = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire); self.t.daemon = True; self.t.start()
-    def _fire(self):
-        self.fired = True
-        try: self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError: pass
-    def cancel(self): self.t.cancel()
-
-def _connect(u, deadline:float, allow_private):
-    "A socket to an address of `u`'s host that passed the check (TLS with the host's name for https), or None."
-    host, port = u.hostname, u.port or (443 if u.scheme.lower() == 'https' else 80)
-    for ip in _resolve(host, port, deadline - time.monotonic()):
-        if not (allow_private(ip) if callable(allow_private) else allow_private or public_address(ip)): continue
-        try: sock = socket.create_connection((ip, port), timeout=max(0.01, deadline - time.monotonic()))
-        except OSError: continue
-        if u.scheme.lower() == 'https':
-            import ssl
-            try: sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
-            except (OSError, ValueError): sock.close(); continue
-        return sock
-    return None
-
-# %% ../../nbs/engine/05a_ingest.ipynb #5664786b
-def _open(url:str, deadline:float, allow_private:bool):
-    "An HTTP connection to an address of `url`'s host that passed the check (no second lookup that could answer otherwise)."
-    import http.client
-    u = urlsplit(url)
-    sock = _connect(u, deadline, allow_private)
-    if sock is None: # one message for refused, unreachable and forbidden addresses: no port scanning through qmd-nb
-        raise FetchError(f"Cannot fetch {clean_url(url)}: no answer from its address (unreachable, refused, or a local or private address, which qmd-nb does not fetch)")
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=max(0.01, deadline - time.monotonic()))
-    conn.sock, conn.qmd_dog = sock, _Watchdog(sock, deadline)
-    return conn
-
-def _request(conn, url:str):
-    "Send the GET (with the URL's credentials, if any, as Basic auth) and read the answer's headers."
-    from qmd_nb import __version__
-    u = urlsplit(url)
-    hdrs = {'User-Agent': f'qmd-nb/{__version__}', 'Accept-Encoding': 'identity', 'Accept': '*/*'}
-    if u.username is not None:
-        import base64
-        cred = f"{unquote(u.username)}:{unquote(u.password or '')}".encode('utf-8')
-        hdrs['Authorization'] = 'Basic ' + base64.b64encode(cred).decode('ascii')
-    safe = "/%:@!$&'()*+,;=-._~"
-    conn.request('GET', quote(u.path or '/', safe=safe) + (f"?{quote(u.query, safe=safe + '?')}" if u.query else ''), headers=hdrs)
-    return conn.getresponse()
-
-def _read_body(r, url, max_bytes) -> bytes:
-    n = r.headers.get('content-length')
-    if n and n.isdigit() and int(n) > max_bytes: raise FetchError(f"{url} is too large ({int(n)} bytes; the limit is {max_bytes})")
-    buf = bytearray()
-    while part := r.read(1 << 16):
-        buf += part
-        if len(buf) > max_bytes: raise FetchError(f"{url} is too large (over {max_bytes} bytes)")
-    return bytes(buf)
-
-def fetch_url(url:str, max_bytes:int=50 * 2**20, # largest body accepted
-              timeout:float=30.0, # seconds for the whole fetch: every lookup, connection, header and body byte, redirects included
-              max_redirects:int=5,
-              allow_private:bool=False # fetch loopback, private and link-local addresses too (the owner's choice: `--allow-private-urls`); or a test of each address
-             ) -> Fetched:
-    "Fetch an http(s) URL within bounds of size, time and redirects, from public addresses only unless told otherwise."
-    import http.client
-    cur, deadline, shown = _check_http(url), time.monotonic() + timeout, clean_url(url)
-    for _ in range(max_redirects + 1):
-        conn = _open(cur, deadline, allow_private)
-        try:
-            r = _request(conn, cur)
-            if conn.qmd_dog.fired: raise TimeoutError # the deadline cut the headers short: what came is not an answer
-            if r.status in (301, 302, 303, 307, 308) and r.getheader('location'):
-                cur = _check_http(urljoin(cur, r.getheader('location').strip())); continue
-            if r.status >= 400: raise FetchError(f"HTTP {r.status} {r.reason} from {clean_url(cur)}")
-            kind, cs = _kind_of_response(r, clean_url(cur))
-            body = _read_body(r, clean_url(cur), max_bytes)
-            if conn.qmd_dog.fired: raise TimeoutError # a body without a length, cut short by the deadline: not the page
-            return Fetched(shown, clean_url(cur), body, kind, cs)
-        except (OSError, http.client.HTTPException, ValueError) as e:
-            if conn.qmd_dog.fired or time.monotonic() >= deadline: raise FetchError(f"{shown} timed out (limit {timeout:g} s)") from None
-            raise FetchError(f"Cannot fetch {clean_url(cur)}: {type(e).__name__}: {e}") from None
-        finally: conn.qmd_dog.cancel(); conn.close()
-    raise FetchError(f"{shown} redirects more than {max_redirects} times")
 
 # %% ../../nbs/engine/05a_ingest.ipynb #8b91bc61
 @dataclass

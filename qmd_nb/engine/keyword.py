@@ -1,4 +1,4 @@
-"""BM25F over the catalog in segments: a base segment, small segments for changed documents and deletion lists, with global statistics that always equal a fresh build; memory-mapped by the search process.
+"""BM25F over the catalog in segments, kept level with it incrementally.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/keyword.html.md"""
 

@@ -1,4 +1,4 @@
-"""Ranking from word positions and signatures, on the top candidates: exactness (query words at their query offsets, the whole query as a phrase at best), proximity, required phrases, overview pages that yield to the page they link to, and near-duplicates shown once.
+"""Ranking signals from word positions and signatures: exactness, proximity, overviews, copies.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/rank.html.md"""
 

@@ -1,4 +1,4 @@
-"""Re-score the fused candidates: by default with the embedding model on each document's best sentence window (offline, cached), or with a local CrossEncoder, or an OpenAI-compatible rerank endpoint.
+"""Re-score the fused candidates with the embedding model, a cross-encoder or an HTTP service.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/rerank.html.md"""
 

@@ -1,4 +1,4 @@
-"""What every search returns: ranked `Hit`s, the `SearchResult` people and agents read (one schema for every door), argument checks, snippets, near-copies folded.
+"""What every search returns: `Hit`s, `SearchResult`s (one schema for every door), snippets.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/results.html.md"""
 

@@ -1,4 +1,4 @@
-"""BM25F search that knows documentation: phrases and proximity from word positions, overview pages that yield to the page they list, near-copies shown once, filters before the top-k cut, and snippets that quote the best lines with their real line numbers.
+"""Keyword search: BM25F with phrases, proximity, overview pages and near-copies folded.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/search.html.md"""
 

@@ -1,4 +1,4 @@
-"""One segment of the keyword index: the postings of a set of documents with per-field term frequencies, word positions, field lengths, near-duplicate signatures and link-list entries, written once and read through memory maps.
+"""One segment of the keyword index: postings with field frequencies and word positions.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/segment.html.md"""
 

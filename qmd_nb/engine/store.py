@@ -1,4 +1,4 @@
-"""The catalog: one SQLite file (WAL) with every indexed document, its content by hash, and the docids people and agents use to point at them.
+"""The index's SQLite file: schema, transactions, read connections, views limited to collections.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/store.html.md"""
 

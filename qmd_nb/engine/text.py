@@ -1,4 +1,4 @@
-"""Front matter, titles, and the analyzer that turns text into search terms: accent folding, CJK bigrams, stop words and English stemming.
+"""Front matter, titles, and the analyzer that turns text into search terms.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/text.html.md"""
 

@@ -1,4 +1,4 @@
-"""Embeddings in Chroma: `embed` chunks and embeds what is pending (resumable, keyed by content hash), and `vsearch` finds the best chunk of each document by cosine similarity.
+"""Embeddings in Chroma: `embed` what is pending, `vsearch` the best chunks.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/vectors.html.md"""
 
@@ -6,145 +6,32 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/vectors.html.md"""
 
 # %% ../../nbs/engine/10_vectors.ipynb #a2ade385
 from __future__ import annotations
-import hashlib, os, sys, threading, time
+import os, time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from .errors import QmdError, UsageError, DiskFull, storage_error, disk_full, no_room
-
+from .errors import QmdError, DiskFull, storage_error, disk_full, no_room
 from .chunk import chunk_lines, Chunk, wordpiece_counter, word_counter
 from .store import Store, generation
 from .catalog import doc_bodies
 from .progress import progress_bar, set_total
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
+from .chroma import VectorStore, space_name, vector_generation
 
 # %% auto #0
-__all__ = ['EXACT_MAX', 'VectorIndexMissing', 'chroma_url', 'chroma_client', 'space_name', 'VectorStore', 'pending_hashes',
-           'record_embedded', 'vector_generation', 'orphan_vectors', 'EmbedStats', 'token_counter', 'chunk_content',
-           'planned', 'expected_chunks', 'embed', 'ExactIndex', 'exact_index', 'vector_chunks', 'has_vectors',
-           'vector_hits', 'vsearch']
+__all__ = ['EXACT_MAX', 'VectorIndexMissing', 'pending_hashes', 'record_embedded', 'orphan_vectors', 'EmbedStats',
+           'token_counter', 'chunk_content', 'planned', 'expected_chunks', 'embed', 'ExactIndex', 'exact_index',
+           'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
 
 # %% ../../nbs/engine/10_vectors.ipynb #940e0778
 class VectorIndexMissing(QmdError):
     "There are no vectors for the current embedding model: `vsearch` cannot answer."
     status = 503
     def __init__(self, msg="Vector index not found. Run 'qmd-nb embed' first to create embeddings."): super().__init__(msg)
-
-# %% ../../nbs/engine/10_vectors.ipynb #330c2995
-def chroma_url(store:Store, env:dict|None=None) -> str|None:
-    "The Chroma server URL from the environment or the config, if one is set."
-    env = os.environ if env is None else env
-    return env.get('QMD_NB_CHROMA_URL') or store.config.settings.get('chroma_url') or None
-
-def chroma_client(store:Store, env:dict|None=None):
-    "A Chroma client: `HttpClient` when a server URL is set, else a `PersistentClient` in the index folder."
-    # chromadb imports jsonschema, which builds rfc3987-syntax's IRI grammar at import when that package is installed
-    # (JupyterLab brings it): ~1.3 s of CPU in every process that opens vectors, for a format check nothing here uses
-    if 'rfc3987_syntax' not in sys.modules: sys.modules['rfc3987_syntax'] = None # absent: jsonschema skips that check
-    import chromadb
-    from chromadb.config import Settings
-    s = Settings(anonymized_telemetry=False)
-    url = chroma_url(store, env)
-    if url:
-        from urllib.parse import urlparse
-        u = urlparse(url)
-        if u.scheme not in ('http', 'https') or not u.hostname: raise UsageError(f"Bad Chroma URL {url!r}: use http(s)://host:port")
-        return chromadb.HttpClient(host=u.hostname, port=u.port or (443 if u.scheme == 'https' else 8000), ssl=u.scheme == 'https', settings=s)
-    try: return chromadb.PersistentClient(path=str(_writable_vectors(store)), settings=s)
-    except chromadb.errors.ChromaError as e: # Chroma's own SQLite on a full or read-only disk: say so
-        if (err := storage_error(e, store.paths.cache) or (no_room(store.paths.cache) and disk_full(store.paths.cache))) is None: raise
-        raise err from None
-
-def _writable_vectors(store:Store) -> Path:
-    "The vectors folder; for a read-only index, a private copy of it (Chroma writes to its files even to read them)."
-    d = store.paths.vectors_dir
-    store.db # opening the catalog tells whether the index is read-only
-    if not store.readonly and (not d.exists() or os.access(d, os.W_OK)):
-        try: d.mkdir(parents=True, exist_ok=True); return d
-        except OSError as e: store._raise_storage(e); raise
-    import atexit, shutil, tempfile
-    copy = Path(tempfile.mkdtemp(prefix='qmd-nb-vectors-')) # removed when the process ends
-    atexit.register(shutil.rmtree, copy, True)
-    if d.exists(): shutil.copytree(d, copy, dirs_exist_ok=True)
-    return copy
-
-def space_name(fingerprint:str) -> str:
-    "Chroma collection name for an embedding fingerprint."
-    return 'qmdnb-' + hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
-
-# %% ../../nbs/engine/10_vectors.ipynb #8a47f44e
-def _opening(store:Store) -> threading.RLock: return store.cache.setdefault('vectors-opening', threading.RLock()) # setdefault: atomic
-
-class VectorStore:
-    "The chunk vectors of one embedding fingerprint."
-    def __new__(cls, store:Store, fingerprint:str, env:dict|None=None):
-        key = ('vstore', fingerprint, chroma_url(store, env)) # one per store: the Chroma handle is reused
-        with _opening(store):
-            if key not in store.cache: store.cache[key] = super().__new__(cls)
-            return store.cache[key]
-
-    def __init__(self, store:Store, fingerprint:str, env:dict|None=None):
-        with _opening(store): # a search and a watcher's embedding may open it at once: Chroma's client set-up is not thread-safe
-            if getattr(self, 'col', None) is not None: return
-            self.store, self.fingerprint = store, fingerprint
-            key = ('chroma', chroma_url(store, env))
-            if key not in store.cache: store.cache[key] = chroma_client(store, env)
-            self.col = store.cache[key].get_or_create_collection(space_name(fingerprint), embedding_function=None,
-                            configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': fingerprint[:500]})
-
-    def add(self, hash:str, chunks:list[Chunk], vectors:np.ndarray):
-        "Store the vectors of one content's chunks."
-        self.add_many({hash: chunks}, vectors)
-
-    def add_many(self, parts:dict, # content hash -> its chunks
-                 vectors:np.ndarray # one row per chunk, in the order of `parts`
-                ):
-        "Store many contents' vectors in as few writes as Chroma allows (each write costs ~10-30 ms of its own)."
-        rows, V = [(h, c) for h, cs in parts.items() for c in cs], np.asarray(vectors, dtype=np.float32)
-        for k in range(0, len(rows), 5000): # Chroma caps a write at ~5,400 rows
-            part = rows[k:k+5000]
-            self.col.upsert(ids=[f'{h}:{c.seq}' for h, c in part], embeddings=V[k:k+len(part)],
-                            metadatas=[dict(hash=h, seq=c.seq, start=c.start_line, end=c.end_line) for h, c in part])
-
-    def delete(self, ids:list[str]):
-        "Remove vectors by id."
-        for k in range(0, len(ids), 5000): self.col.delete(ids=ids[k:k+5000])
-
-    def count(self) -> int:
-        "Stored vectors (from the catalog's record, so no round trip to Chroma), cached until the vectors change."
-        gen = vector_generation(self.store, self.fingerprint)
-        if getattr(self, '_count', (None,))[0] != gen:
-            self._count = (gen, self.store.q("SELECT COALESCE(SUM(chunks), 0) FROM embedded WHERE fingerprint=?", (self.fingerprint,))[0][0])
-        return self._count[1]
-
-    def query(self, vec:np.ndarray, k:int) -> list[tuple[str, int, float, dict]]:
-        "Nearest chunks as (hash, seq, cosine similarity, metadata), best first."
-        k = min(k, self.count())
-        if k <= 0: return []
-        r = self.col.query(query_embeddings=np.asarray(vec, dtype=np.float32)[None], n_results=k, include=['distances', 'metadatas'])
-        return [(m['hash'], m['seq'], 1.0 - d, m) for m, d in zip(r['metadatas'][0], r['distances'][0])]
-
-    def everything(self, page:int=5000) -> tuple[list[str], np.ndarray, list[dict]]:
-        "All stored (ids, vectors, metadatas), read page by page."
-        ids, vecs, metas = [], [], []
-        for off in range(0, self.col.count(), page):
-            g = self.col.get(include=['embeddings', 'metadatas'], limit=page, offset=off)
-            ids += g['ids']; metas += g['metadatas']
-            if len(g['ids']): vecs.append(np.asarray(g['embeddings'], dtype=np.float32))
-        return ids, (np.concatenate(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)), metas
-
-    def vectors(self, ids:list[str]) -> tuple[list[str], np.ndarray, list[dict]]:
-        "Stored (ids, vectors, metadatas) for the given ids (missing ones are left out)."
-        out_ids, vecs, metas = [], [], []
-        for k in range(0, len(ids), 5000):
-            g = self.col.get(ids=ids[k:k+5000], include=['embeddings', 'metadatas'])
-            out_ids += g['ids']; metas += g['metadatas']
-            if len(g['ids']): vecs.append(np.asarray(g['embeddings'], dtype=np.float32))
-        return out_ids, (np.concatenate(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)), metas
 
 # %% ../../nbs/engine/10_vectors.ipynb #e248bd20
 def pending_hashes(store:Store, fingerprint:str, collections:list[str]|None=None) -> list[str]:
@@ -158,11 +45,6 @@ def record_embedded(store:Store, fingerprint:str, counts:dict):
     with store.tx() as db:
         db.executemany("INSERT OR REPLACE INTO embedded(hash, fingerprint, chunks) VALUES(?,?,?)", [(h, fingerprint, n) for h, n in counts.items()])
         db.execute("INSERT INTO kv VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1", (f'vectors:{fingerprint}',))
-
-def vector_generation(store:Store, fingerprint:str) -> int:
-    "Counter that goes up whenever vectors of `fingerprint` are added or removed."
-    r = store.q("SELECT value FROM kv WHERE key=?", (f'vectors:{fingerprint}',))
-    return int(r[0][0]) if r else 0
 
 def orphan_vectors(store:Store, fingerprint:str) -> dict:
     "hash -> chunk count of embedded contents no document uses any more."

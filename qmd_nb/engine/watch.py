@@ -1,4 +1,4 @@
-"""Keep an index fresh from file-system events: changed paths go to `update_paths` in debounced batches, vectors follow in the background, and listeners (MCP clients) are told.
+"""Keep an index fresh from file-system events, in debounced batches.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/watch.html.md"""
 
@@ -146,7 +146,8 @@ class Watcher:
     def _embed_loop(self):
         "Embed what the batches' collections lack (changed contents, or what another process indexed), while the index has vectors for the model."
         if self.embedder is None: return
-        from qmd_nb.engine.vectors import embed, has_vectors, VectorStore # numpy, Chroma: only for a watcher that embeds
+        from qmd_nb.engine.vectors import embed, has_vectors
+        from qmd_nb.engine.chroma import VectorStore # numpy, Chroma: only for a watcher that embeds
         try: # load the model now rather than at the first save, when there are vectors to keep current
             emb = self.embedder()
             if has_vectors(self.store, emb.fingerprint): # and open the vector store (importing Chroma takes seconds): not under the write lock of the first batch

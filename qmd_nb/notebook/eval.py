@@ -1,4 +1,4 @@
-"""Measure ranking quality on a BEIR-format folder: index its corpus once, run every judged query, report nDCG@10, Recall@100, MRR@10 and latency.
+"""Measure ranking quality on a BEIR folder: nDCG@10, Recall@100, MRR@10, latency.
 
 Docs: https://qmd-nb.github.io/qmd-nb/notebook/eval.html.md"""
 

@@ -1,4 +1,4 @@
-"""`to_df` turns search results, documents, collections, status and evaluation reports into pandas DataFrames; `compare_runs` lines two evaluation runs up query by query.
+"""Results, documents, status and evaluation reports as pandas DataFrames.
 
 Docs: https://qmd-nb.github.io/qmd-nb/notebook/frames.html.md"""
 

@@ -1,4 +1,4 @@
-"""Tune the hybrid pipeline against judged queries: every parameter a control, metrics recomputed in a fraction of a second from cached retrieval lists, identical to `qmd-nb eval`, and the chosen setting written to the index config.
+"""Tune the hybrid pipeline against judged queries, every parameter a control.
 
 Docs: https://qmd-nb.github.io/qmd-nb/notebook/lab.html.md"""
 
@@ -17,14 +17,14 @@ from ..engine.catalog import docs_by_ids, doc_keys
 from ..engine.search import families
 from ..engine.results import check_search_args
 from ..engine.progress import progress_bar
-from ..engine.fusion import RankedList, zscores, rrf_term, rank_bonus, minmax
+from ..engine.fusion import RankedList, Lists, FUSIONS, fuse_arrays, zscores, minmax
 from ..engine.expand import parse_typed
 from ..engine.rerank import candidates
 from ..engine.vectors import has_vectors
 from ..engine.keyword import BM25Params, keyword_index
 from ..engine.rank import similar_pairs, group_by_pairs, title_holders, main_first
 from ..engine.text import Analyzer
-from ..engine.hybrid import QueryParams, gather, fuse, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
+from ..engine.hybrid import QueryParams, gather, fuse, fusion_params, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
 from .eval import EvalReport, ndcg_at, recall_at, mrr_at, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
 from .frames import METRICS, compare_runs
 
@@ -220,15 +220,11 @@ def fast_fuse(a:ListArrays, ql:list[QueryLists], p:QueryParams) -> tuple[np.ndar
     for i, q in enumerate(ql):
         for l in selected_lists(q, p): s = a.names[i].index(l.name); keep[i, s], w[i, s] = True, l.weight
     m = a.member & keep[:, :, None]
-    present, score = m.any(1), np.zeros((Q, P))
+    present = m.any(1)
     if p.vec_floor > 0: # as `evidenced`: a keyword match, or a close enough vector, in a list that is not feedback
         own, lex = _slots(a, lambda n: not n.endswith(':prf')), _slots(a, lambda n: n.startswith('lex:'))
         present &= (m & own[:, :, None] & (lex[:, :, None] | (a.raw >= p.vec_floor))).any(1)
-    if p.fusion == 'rrf':
-        for s in range(S): score += np.where(m[:, s], rrf_term(w[:, s, None], p.rrf_k, a.rank[:, s]), 0.0)
-        score += rank_bonus(np.where(m, a.rank, np.inf).min(1), p.bonus_first, p.bonus_top3)
-    else:
-        for s in range(S): score += np.where(keep[:, s, None], w[:, s, None] * a.z[:, s], 0.0)
+    score = fuse_arrays(Lists(m, a.rank, a.z, w), p.fusion, **fusion_params(p)) # the pipeline's methods, all queries at once
     score[~present] = -np.inf
     return score, present.sum(1)
 
@@ -355,7 +351,7 @@ CONTROLS = dict( # (min, max, step) for numbers, choices for words, bool for a s
     depth=(10, 200, 10), vec_floor=(0.0, 1.0, 0.05), probe_min_score=(0.0, 1.05, 0.05), probe_min_gap=(0.0, 1.0, 0.05), expansion=('none', 'prf'),
     prf_docs=(1, 30, 1), prf_terms=(1, 30, 1), prf_vec_docs=(1, 20, 1), prf_vec_beta=(0.0, 2.0, 0.1),
     original_weight=(0.0, 4.0, 0.1), expansion_weight=(0.0, 4.0, 0.1), lex_weight=(0.0, 3.0, 0.1), vec_weight=(0.0, 3.0, 0.1),
-    fusion=('zscore', 'rrf'), rrf_k=(1.0, 200.0, 1.0), bonus_first=(0.0, 0.2, 0.005), bonus_top3=(0.0, 0.1, 0.005),
+    fusion=tuple(FUSIONS), rrf_k=(1.0, 200.0, 1.0), bonus_first=(0.0, 0.2, 0.005), bonus_top3=(0.0, 0.1, 0.005),
     rerank=('embed', 'none', 'cross-encoder', 'http'), rerank_top=(2, 200, 1), rerank_window=(1, 3, 1), rerank_title=bool,
     blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05),
     k1=(0.1, 3.0, 0.1), b=(0.0, 1.0, 0.05), title_weight=(0.0, 6.0, 0.25), meta_weight=(0.0, 4.0, 0.25), heading_weight=(0.0, 4.0, 0.25),

@@ -1,4 +1,4 @@
-"""`search_ui`: search an index from a notebook: a query box, the three modes, collection, limit and minimum score; results as a table with the matched terms marked; the chosen document with line numbers and its context.
+"""`search_ui`: search an index from a notebook.
 
 Docs: https://qmd-nb.github.io/qmd-nb/notebook/widgets.html.md"""
 

@@ -1,4 +1,4 @@
-"""Before a request reaches an endpoint: its Host and Origin parsed and compared whole, CORS answered for the origins the owner allowed, its bearer token turned into a principal, the operation checked against the scope table, and MCP messages served by the MCP server of the client's view.
+"""Before a request reaches an endpoint: Host and Origin, CORS, token, scope, rate limit.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/gate.html.md"""
 

@@ -1,4 +1,4 @@
-"""OAuth 2.1 for MCP clients over HTTP, on the MCP SDK's handlers: dynamic client registration, authorization code with PKCE (S256), a consent page that asks for a one-time code printed in the server's terminal (or the owner's admin token), short-lived access tokens with rotating refresh tokens, revocation, and the RFC 8414 / RFC 9728 metadata.
+"""OAuth 2.1 for MCP clients over HTTP, on the MCP SDK's handlers.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/oauth.html.md"""
 
@@ -290,7 +290,7 @@ def resource_metadata_url(resource:str) -> str:
 
 def oauth_routes(server:OAuthServer) -> list:
     "Every OAuth route of the server."
-    from qmd_nb.serve.mcp import import_sdk
+    from qmd_nb.serve.sdk import import_sdk
     import_sdk()
     from starlette.routing import Route
     from mcp.server.auth.routes import create_auth_routes, create_protected_resource_routes, build_metadata, cors_middleware

@@ -1,4 +1,4 @@
-"""Run the doors: MCP over stdio, REST and MCP over HTTP, or both in one process over one engine; print client configurations; and talk to a running server from the command line.
+"""Run the doors (MCP over stdio, REST and MCP over HTTP) and print client configurations.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/server.html.md"""
 

@@ -1,4 +1,4 @@
-"""The stdio transport: the first message is read, and an `initialize` answered from a cache of the SDK's own answers, before the SDK is imported; then the SDK serves the rest, and its answer to that `initialize` checks the cache.
+"""The stdio transport: `initialize` answered before the SDK is imported.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/stdio.html.md"""
 
