@@ -24,7 +24,8 @@ def scifact_subset(folder:Path, n_queries:int=40, n_docs:int=200, seed:int=0) ->
 SETTINGS = [{}, {'rerank': 'none'}, {'expansion': 'prf'}, {'fusion': 'rrf', 'rrf_k': 20},
             {'expansion': 'prf', 'fusion': 'rrf', 'probe_min_score': 0.5, 'bonus_first': 0.1, 'original_weight': 1.5},
             {'rerank_top': 15, 'blend_top3': 0.5, 'blend_rest': 0.2}, {'lex_weight': 0.6, 'vec_weight': 1.4},
-            {'depth': 50, 'expansion': 'prf', 'prf_terms': 5, 'prf_vec_beta': 1.0}, {'rerank_window': 2}]
+            {'depth': 50, 'expansion': 'prf', 'prf_terms': 5, 'prf_vec_beta': 1.0}, {'rerank_window': 2},
+            {'cited_quoted': False, 'cited_weight': 0.4, 'authority_title_words': 10}]
 
 @pytest.fixture(scope='module')
 def subset(tmp_path_factory):

@@ -26,7 +26,8 @@ from .rerank import candidates, EmbedReranker, CrossEncoderReranker, HTTPReranke
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'get_reranker', 'QueryHit', 'list_weight', 'run_list', 'strong_probe',
            'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'rerank_order', 'rescore',
-           'evidenced', 'explain_hit', 'cited_rerank', 'main_copies_first', 'hybrid_hits', 'query', 'warm_reranker']
+           'evidenced', 'explain_hit', 'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'hybrid_hits',
+           'query', 'warm_reranker']
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #75093a6d
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class QueryParams:
     blend_top3: float = 0.70 # weight of the fused score at ranks 1-3 (the reranker gets the rest)
     blend_top10: float = 0.60 # ... at ranks 4-10
     blend_rest: float = 0.50 # ... after rank 10
+    quote_bonus: float = 0.3 # a quotation: bonus for the hits that hold the whole query at its offsets (keyword exactness), on query's 0..1 scores
+    quote_min_words: int = 4 # ... a query of at least this many words (shorter ones are phrases many pages share, not quotations)
+    cited_weight: float = 0.2 # a question: bonus log(1 + top hits pointing to a hit) on query's 0..1 scores (keyword search's is bm25.authority_weight)
+    cited_quoted: bool = True # ... counting only hits that quote its title as a name (code span, link text), not all holding its words
     vec_floor: float = 0.3 # a candidate only the vectors found needs this cosine similarity (vsearch's default cut); 0 keeps all
     bm25: BM25Params = field(default_factory=BM25Params) # keyword ranking (settings key `bm25`); `updated` takes its fields by name too
 
@@ -229,14 +234,32 @@ def explain_hit(doc_id:int, lists:list[RankedList], fused:Fused|None, rerank:flo
                 final=round(float(final), 4))
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #31982951
+def exact_ids(lex:list, n_terms:int) -> set[int]:
+    "Keyword hits that hold the whole query at its offsets, less overview pages that yielded to the page they list."
+    return {h.doc_id for h in lex if (h.explain or {}).get('exact_words', 0) >= n_terms and not (h.explain or {}).get('yields_to')}
+
+def quoted_first(hits:list, # the final ranking, best first
+                 lex:list, # the question's keyword hits, whose stories say which hold it whole
+                 n_terms:int, bonus:float, min_words:int=2) -> list:
+    "A quotation (keyword hits hold the whole query at its offsets): those hits gain `bonus`, so the page that has the sentence leads."
+    exact = exact_ids(lex, n_terms) if bonus and n_terms >= max(min_words, 2) else set()
+    if not exact or not hits: return hits
+    out = [replace(h, score=h.score + bonus) if h.doc_id in exact else h for h in hits]
+    for h in out:
+        if h.doc_id in exact and isinstance(h.explain, dict): h.explain['quoted'] = round(float(bonus), 4)
+    return sorted(out, key=lambda h: -h.score)
+
 def cited_rerank(store:Store, hits:list, # the final ranking, best first
                  p:BM25Params, lex:list, # the question's keyword hits, whose stories say whether one quotes it
-                 n_terms:int) -> list:
+                 n_terms:int, weight:float|None=None, # the bonus per log(1 + pointers) (None: `p.authority_weight`)
+                 quoted:bool=False # count only hits that quote a title as a name (`search.quote_matrix`)
+                ) -> list:
     "A question (no keyword hit quotes it whole) favours the top hits that the other top hits point to by name."
-    if not p.authority_weight or n_terms < 2 or not hits or any((h.explain or {}).get('exact_words', 0) >= n_terms for h in lex): return hits
+    weight = p.authority_weight if weight is None else weight
+    if not weight or n_terms < 2 or not hits or any((h.explain or {}).get('exact_words', 0) >= n_terms for h in lex): return hits
     ki, top = keyword_index(store), hits[:p.authority_depth]
     g = ki.slots([h.doc_id for h in top]); known = np.flatnonzero(g >= 0)
-    bonus = np.zeros(len(top)); bonus[known] = p.authority_weight * np.log1p(cited_by(store, ki, g[known], p.authority_title_words))
+    bonus = np.zeros(len(top)); bonus[known] = weight * np.log1p(cited_by(store, ki, g[known], p.authority_title_words, quoted))
     out = [replace(h, score=h.score + b) for h, b in zip(top, bonus)]
     for h, b in zip(out, bonus):
         if b and isinstance(h.explain, dict): h.explain['cited'] = round(float(b), 4)
@@ -281,7 +304,9 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     out = [QueryHit(d, s, byid[d].score, lines[d].line if d in lines else 0, lines[d].end_line if d in lines else 0,
                     explain=explain_hit(d, lists, byid.get(d), rr.get(d), s)) for d, s in zip(ids, scores) if s >= min_score]
     n_terms = len(Analyzer().terms(query or ''))
-    out = main_copies_first(store, cited_rerank(store, out, p.bm25, hits.get('lex:user', []), n_terms), p.bm25, hits.get('lex:user', []), n_terms)
+    lex = hits.get('lex:user', [])
+    out = quoted_first(out, lex, n_terms, p.quote_bonus, p.quote_min_words)
+    out = main_copies_first(store, cited_rerank(store, out, p.bm25, lex, n_terms, p.cited_weight, p.cited_quoted), p.bm25, lex, n_terms)
     if collapse: out = collapse_hits(store, out, p.bm25.duplicate_threshold)
     out = sort_hits(store, out, flt.sort)[:limit] if flt else out[:limit]
     if key is None: return out

@@ -17,7 +17,6 @@ from .text import Analyzer, split_front_matter, norm_meta, doc_title
 from .store import Store, NewDoc, DocRow, generation, get_collection, check_allowed
 from .catalog import Known, put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, forget_collection, rename_in_catalog, cached_conversion, cache_conversions, library_files
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED
-from .keyword import current_commit
 from .fields import doc_stream
 from .progress import progress_bar
 
@@ -98,7 +97,14 @@ class Glob:
     def __init__(self, mask:str):
         if not isinstance(mask, str) or len(mask) > MAX_GLOB: raise UsageError(f"Glob too long ({len(mask)} characters; the limit is {MAX_GLOB})")
         self.mask, self.variants = mask, [_segments(m) for m in _braces(mask)]
+        # `**/NAME` (the default mask's shape): a path matches when its last segment does; no walk over the segments
+        self.names = [v[1] for v in self.variants] if all(len(v) == 2 and v[0] is None for v in self.variants) else None
+        if self.names and not any(s.groupindex for s in self.names): # one regex for the alternatives (each is anchored by \Z)
+            self.names = [re.compile('|'.join(f'(?:{s.pattern})' for s in self.names), re.DOTALL)]
     def match(self, path:str) -> bool:
+        if self.names is not None:
+            name = path.rpartition('/')[2]
+            return any(s.match(name) for s in self.names)
         parts = path.split('/')
         return any(_match_segments(v, parts) for v in self.variants)
 
@@ -109,7 +115,9 @@ def glob_re(mask:str) -> Glob:
 
 class Masks:
     "Several compiled globs; `.match(path)`: whether any takes it (linear, as each `Glob`)."
-    def __init__(self, globs:list[Glob]): self.globs = globs
+    def __init__(self, globs:list[Glob]):
+        self.globs = globs
+        if len(globs) == 1: self.match = globs[0].match # one glob (the usual case): its own match, no loop
     def match(self, path:str) -> bool: return any(g.match(path) for g in self.globs)
 
 @lru_cache(maxsize=64)
@@ -445,6 +453,7 @@ def add_collection(store:Store, path:str, # folder to index
         if not force and (cover := covering(store, folder)):
             raise UsageError(f"{folder} {cover[1]}: its files would be indexed twice and every hit shown twice. "
                              "Add it anyway with --force (REST: \"force\": true), e.g. when the two masks do not overlap")
+        from qmd_nb.engine.keyword import current_commit # numpy: not on the path of an update with nothing to do
         c, kw = Collection(name, str(folder), mask), current_commit(store.paths.keyword_dir)
         try:
             with store.tx(): # one transaction: readers see the collection whole, or not at all
@@ -455,6 +464,7 @@ def add_collection(store:Store, path:str, # folder to index
 
 def _undo_add(store, name, kw):
     "After a failed add: the config and keyword index as they were, and the disk space the transaction took back."
+    from qmd_nb.engine.keyword import current_commit
     store.reload_config(); store.root.cache.pop('keyword', None)
     try:
         if name in store.config.collections: del store.config.collections[name]; store.save_config() # the commit failed after the save

@@ -7,14 +7,16 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/rank.html.md"""
 # %% ../../nbs/engine/04a_rank.ipynb #18836cad
 from __future__ import annotations
 from dataclasses import dataclass
+import re
 import numpy as np
 from .keyword import KeywordIndex, BM25Params
 from .segment import EMPTY
 
 # %% auto #0
-__all__ = ['MAX_TERMS', 'BANDS', 'RUN_PAIRS', 'QueryTerms', 'query_terms', 'Occurrences', 'occurrences', 'exactness', 'nearness',
-           'phrase_match', 'proximity_bonus', 'overview_targets', 'jaccard', 'similar_pairs', 'group_by_pairs',
-           'duplicate_groups', 'title_holders', 'mentions', 'main_first']
+__all__ = ['MAX_TERMS', 'BANDS', 'RUN_PAIRS', 'QUOTED', 'QueryTerms', 'query_terms', 'Occurrences', 'occurrences', 'exactness',
+           'nearness', 'phrase_match', 'proximity_bonus', 'overview_targets', 'jaccard', 'similar_pairs',
+           'group_by_pairs', 'duplicate_groups', 'title_holders', 'mentions', 'quoted_names', 'title_quoters',
+           'main_first']
 
 # %% ../../nbs/engine/04a_rank.ipynb #93f8a3d8
 MAX_TERMS = 64 # query words that take part in position matching
@@ -229,6 +231,22 @@ def title_holders(ki:KeywordIndex, g:np.ndarray, # candidate slots
 def mentions(ki:KeywordIndex, g:np.ndarray, titles:list[list[str]]) -> np.ndarray:
     "How many other candidates hold each candidate's title words: the one most others point to, among these."
     return title_holders(ki, g, titles).sum(0)
+
+# %% ../../nbs/engine/04a_rank.ipynb #a457b47f
+QUOTED = re.compile(r'`([^`\n]{1,80})`|\[([^\]\n]{1,80})\]\(')
+
+def quoted_names(text:str) -> set[str]:
+    "The names a text quotes: its code spans and link texts, lower-cased."
+    return {(a or b).strip().lower() for a, b in QUOTED.findall(text)}
+
+def title_quoters(quoted:list[set], # each candidate's quoted names (`quoted_names`)
+                  titles:list[str] # each candidate's title ('' for none: too long to be a name)
+                 ) -> np.ndarray:
+    "[j, i]: whether candidate j quotes candidate i's title as a name (j points to i)."
+    t = [x.strip().lower() for x in titles]
+    out = np.array([[bool(ti) and ti in q for ti in t] for q in quoted], dtype=bool).reshape(len(quoted), len(t))
+    np.fill_diagonal(out, False)
+    return out
 
 # %% ../../nbs/engine/04a_rank.ipynb #f90be997
 def main_first(keys:list, # each candidate's family (same-named pages share one; None: none)

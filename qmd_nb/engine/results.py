@@ -6,6 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/results.html.md"""
 
 # %% ../../nbs/engine/05d_results.ipynb #769cd69c
 from __future__ import annotations
+import re
 from dataclasses import dataclass, field, replace
 from .errors import UsageError
 from .config import contexts_for
@@ -149,6 +150,28 @@ def best_line(lines:list[str], start:int, pats) -> int:
         if n > best_n: best, best_n = i, n
     return best if best is not None else min(start, max(len(lines) - 1, 0))
 
+_ASCII_WORD = re.compile(r'\w+', re.ASCII)
+
+def _best_line_words(lines:list[str], start:int, terms:set) -> int|None:
+    """`best_line` for terms of ASCII word characters, found with `str.find` in the folded text (one pass per term, not a regex
+    per line); None when a term is not such a word (CJK, punctuation): then `best_line` decides."""
+    if not terms or not all(_ASCII_WORD.fullmatch(t) for t in terms): return None
+    first = next((i for i in range(start, len(lines)) if lines[i].strip()), None)
+    if first is None: return min(start, max(len(lines) - 1, 0))
+    text = '\n'.join(lines); f = text.lower() if text.isascii() else '\n'.join(l.lower() if l.isascii() else fold(l) for l in lines)
+    at = {} # word start -> the term the regex would match there (the longest)
+    for t in sorted(terms, key=lambda t: (-len(t), t)):
+        p = f.find(t)
+        while p >= 0:
+            if not p or not (f[p - 1].isalnum() or f[p - 1] == '_'): at.setdefault(p, t)
+            p = f.find(t, p + 1)
+    seen, line, prev = {}, 0, 0
+    for p in sorted(at):
+        line += f.count('\n', prev, p); prev = p
+        if line >= first: seen.setdefault(line, set()).add(at[p])
+    n = max(map(len, seen.values()), default=0)
+    return min(i for i, s in seen.items() if len(s) == n) if n else first
+
 def make_snippet(text:str, start:int, terms:set, max_chars:int=300, pats=None,
                  within:tuple|None=None # (first, last) 1-based lines to choose the best line from, e.g. a chunk's
                 ) -> tuple[str, int]:
@@ -157,8 +180,11 @@ def make_snippet(text:str, start:int, terms:set, max_chars:int=300, pats=None,
     pats = pats if pats is not None else term_patterns(terms)
     if within:
         part = lines[:within[1]]
-        b = best_line(part, max(start, within[0] - 1), pats)
-    else: b = best_line(lines, start, pats)
+        b = _best_line_words(part, max(start, within[0] - 1), terms) if pats is not None else None
+        if b is None: b = best_line(part, max(start, within[0] - 1), pats)
+    else:
+        b = _best_line_words(lines, start, terms) if pats is not None else None
+        if b is None: b = best_line(lines, start, pats)
     out, used = [], 0
     for i in range(b, len(lines)):
         l = lines[i].rstrip()

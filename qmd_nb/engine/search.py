@@ -12,13 +12,13 @@ from .text import Analyzer, parse_query, raw_tokens, fold
 from .store import Store, generation
 from .catalog import docs_by_ids, doc_bodies
 from .keyword import KeywordIndex, BM25Params, keyword_index, bm25_norm
-from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups, mentions, main_first
+from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups, mentions, main_first, quoted_names, title_quoters
 from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .results import Hit, MAX_LIMIT, SearchResult, check_search_args, collection_names, to_results
 from .results import term_patterns # not used here: the profiles still import it (and the result model) from search
 
 # %% auto #0
-__all__ = ['families', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
+__all__ = ['families', 'quote_matrix', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
 
 # %% ../../nbs/engine/06_search.ipynb #0a1652a3
 def _ordered(scores:np.ndarray, doc_ids:np.ndarray, k:int|None) -> np.ndarray:
@@ -93,14 +93,22 @@ def families(store:Store, doc_ids) -> tuple[list, list]:
         keys.append(None if c is None else (c, path.rpartition('/')[2].lower(), (title or '').lower())); n.append(sizes[folder])
     return keys, n
 
+def quote_matrix(store:Store, ids:list[int], titles:list[str]) -> np.ndarray:
+    "[j, i]: whether document j quotes document i's title as a name (a code span or link text; `rank.title_quoters`)."
+    hashes = {d.id: d.hash for d in docs_by_ids(store, ids)}
+    bodies = doc_bodies(store, list(hashes.values()))
+    return title_quoters([quoted_names(bodies[hashes[i]][0]) if hashes.get(i) in bodies else set() for i in ids], titles)
+
 def cited_by(store:Store, ki:KeywordIndex, g:np.ndarray, # candidate slots
-             title_words:int=3 # titles longer than this are sentences, not names: nobody points to them by name
+             title_words:int=3, # titles longer than this are sentences, not names: nobody points to them by name
+             quoted:bool=False # count only candidates that quote the title as a name, not those holding its words
             ) -> np.ndarray:
-    "For each candidate, how many of the others hold its title's words: the page the others point to."
+    "For each candidate, how many of the others hold (or quote) its title: the page the others point to."
     ids = [int(d) for d in ki.doc_ids[g]]
     titles = dict(store.q(f"SELECT id, title FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
     an = Analyzer()
     terms = [an.terms(titles.get(i, '')) for i in ids]
+    if quoted: return quote_matrix(store, ids, [titles.get(i, '') if len(t) <= title_words else '' for i, t in zip(ids, terms)]).sum(0)
     return mentions(ki, g, [t if len(t) <= title_words else [] for t in terms])
 
 def _yield(store:Store, ki:KeywordIndex, g:np.ndarray, s:np.ndarray, ov:dict, yields:dict):

@@ -14,7 +14,7 @@ import pandas as pd
 from ..engine.errors import QmdError, UsageError
 from ..engine.store import Store
 from ..engine.catalog import docs_by_ids, doc_keys
-from ..engine.search import families
+from ..engine.search import families, quote_matrix
 from ..engine.results import check_search_args
 from ..engine.progress import progress_bar
 from ..engine.fusion import RankedList, Lists, FUSIONS, fuse_arrays, zscores, minmax
@@ -24,7 +24,7 @@ from ..engine.vectors import has_vectors
 from ..engine.keyword import BM25Params, keyword_index
 from ..engine.rank import similar_pairs, group_by_pairs, title_holders, main_first
 from ..engine.text import Analyzer
-from ..engine.hybrid import QueryParams, gather, fuse, fusion_params, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
+from ..engine.hybrid import QueryParams, exact_ids, gather, fuse, fusion_params, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
 from .eval import EvalReport, ndcg_at, recall_at, mrr_at, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
 from .frames import METRICS, compare_runs
 
@@ -32,8 +32,9 @@ from .frames import METRICS, compare_runs
 __all__ = ['LIST_FIELDS', 'RERANK_FIELDS', 'CONTROLS', 'GROUPS', 'LAZY', 'Judged', 'read_judgements', 'read_known', 'key_of',
            'QueryLists', 'LabCache', 'query_lists', 'rerank_scores', 'build_cache', 'beir_lab', 'selected_lists',
            'reorder', 'exact_rankings', 'ListArrays', 'list_arrays', 'fast_fuse', 'fast_rankings', 'lab_rankings',
-           'near_copies', 'title_holders_of', 'cited_order', 'main_order', 'lab_metrics', 'sweep', 'metric_values',
-           'changed', 'apply_params', 'eval_command', 'control', 'svg_plot', 'RankingLab', 'ranking_lab']
+           'near_copies', 'title_holders_of', 'quoted_order', 'cited_order', 'main_order', 'lab_metrics', 'sweep',
+           'metric_values', 'changed', 'apply_params', 'eval_command', 'control', 'svg_plot', 'RankingLab',
+           'ranking_lab']
 
 # %% ../../nbs/notebook/31_lab.ipynb #210d1ae9
 @dataclass
@@ -79,6 +80,7 @@ class QueryLists:
     pool: list # every document of any list, in order of first appearance
     quoted: bool = False # a keyword hit holds the whole question (then no page gains for being pointed to)
     n_terms: int = 0 # the question's analysed words
+    exact: frozenset = frozenset() # keyword hits that hold the whole question at its offsets (`hybrid.quoted_first`)
 
 @dataclass
 class LabCache:
@@ -109,7 +111,7 @@ def query_lists(c:LabCache, p:QueryParams, progress=False) -> list[QueryLists]:
             pool = list(dict.fromkeys(d for l in lists for d in l.ids))
             lex, n = hits.get('lex:user', []), len(Analyzer().terms(q))
             quoted = any((h.explain or {}).get('exact_words', 0) >= n for h in lex)
-            out.append(QueryLists([(l.name, l.ids, l.scores) for l in lists], lex[:2], pool, quoted, n)); bar.update(1)
+            out.append(QueryLists([(l.name, l.ids, l.scores) for l in lists], lex[:2], pool, quoted, n, frozenset(exact_ids(lex, n)))); bar.update(1)
     c.lists[k], c.seconds[('lists',) + k] = out, time.time() - t
     return out
 
@@ -249,10 +251,11 @@ def lab_rankings(c:LabCache, p:QueryParams, exact:bool=False, # through `hybrid.
     ql = query_lists(c, p, progress)
     rr = rerank_scores(c, p, ql, progress) if p.rerank != 'none' and c.embedder is not None else None
     runs, keys, near = (exact_rankings if exact else fast_rankings)(c, p, ql, rr), c.judged.keys, near_copies(c, p, ql)
-    held = title_holders_of(c, p, ql) if p.bm25.authority_weight else None
+    held = title_holders_of(c, p, ql) if p.cited_weight else None
     out = {}
     for i, (q, (ids, sc)) in enumerate(zip(c.qids, runs)):
-        if held is not None: ids = cited_order(ids, sc, held[i], ql[i], p.bm25)
+        ids, sc = quoted_order(ids, sc, ql[i], p.quote_bonus, p.quote_min_words)
+        if held is not None: ids = cited_order(ids, sc, held[i], ql[i], p.bm25, p.cited_weight)
         ids = main_order(c.store, ids, ql[i], p.bm25)
         rels = c.judged.qrels.get(q, {})
         groups = group_by_pairs(ids, near[i])[:100] if near[i] else [[d] for d in ids[:100]]
@@ -274,24 +277,34 @@ def near_copies(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[dict]:
     return out
 
 def title_holders_of(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[tuple[dict, np.ndarray]]:
-    "Per query, which pooled documents hold which pooled documents' titles (computed once per list setting)."
-    k = (key_of(p, LIST_FIELDS), p.bm25.authority_title_words)
+    "Per query, which pooled documents hold (or quote, `cited_quoted`) which pooled documents' titles (computed once per list setting)."
+    k = (key_of(p, LIST_FIELDS), p.bm25.authority_title_words, p.cited_quoted)
     if k in c.holders: return c.holders[k]
     ki, an, out = keyword_index(c.store), Analyzer(), []
     for q in ql:
         g = ki.slots(q.pool); titles = {d.id: d.title for d in docs_by_ids(c.store, q.pool)}
         ts = [t if g[i] >= 0 and len(t := an.terms(titles.get(d, ''))) <= p.bm25.authority_title_words else [] for i, d in enumerate(q.pool)]
-        M = title_holders(ki, np.maximum(g, 0), ts) & (g >= 0)[:, None]
+        M = (quote_matrix(c.store, list(q.pool), [titles.get(d, '') if t else '' for d, t in zip(q.pool, ts)]) if p.cited_quoted else\
+             title_holders(ki, np.maximum(g, 0), ts)) & (g >= 0)[:, None]
         out.append(({d: i for i, d in enumerate(q.pool)}, M))
     c.holders[k] = out
     return out
 
-def cited_order(ids:list, scores:list, held:tuple, q:QueryLists, bm:BM25Params) -> list:
+def quoted_order(ids:list, scores:list, q:QueryLists, bonus:float, min_words:int=2) -> tuple[list, list]:
+    "The order `hybrid.quoted_first` gives: for a quotation, the hits that hold it whole gain `bonus`."
+    if not bonus or q.n_terms < max(min_words, 2) or not q.exact or not ids: return ids, scores
+    s = np.array(scores, dtype=np.float64) + bonus * np.array([d in q.exact for d in ids])
+    o = np.argsort(-s, kind='stable')
+    return [ids[j] for j in o], s[o].tolist()
+
+def cited_order(ids:list, scores:list, held:tuple, q:QueryLists, bm:BM25Params, weight:float|None=None # None: `bm.authority_weight`
+               ) -> list:
     "The order `hybrid.cited_rerank` gives: for a question, the top documents gain for being pointed to by the others."
-    if not bm.authority_weight or q.n_terms < 2 or q.quoted or not ids: return ids
+    weight = bm.authority_weight if weight is None else weight
+    if not weight or q.n_terms < 2 or q.quoted or not ids: return ids
     pos, M = held
     top = ids[:bm.authority_depth]; idx = [pos[d] for d in top]
-    s = np.array(scores[:len(top)]) + bm.authority_weight * np.log1p(M[np.ix_(idx, idx)].sum(0))
+    s = np.array(scores[:len(top)]) + weight * np.log1p(M[np.ix_(idx, idx)].sum(0))
     return [top[j] for j in np.argsort(-s, kind='stable')] + list(ids[len(top):])
 
 def main_order(store:Store, ids:list, q:QueryLists, bm:BM25Params) -> list:
@@ -353,13 +366,13 @@ CONTROLS = dict( # (min, max, step) for numbers, choices for words, bool for a s
     original_weight=(0.0, 4.0, 0.1), expansion_weight=(0.0, 4.0, 0.1), lex_weight=(0.0, 3.0, 0.1), vec_weight=(0.0, 3.0, 0.1),
     fusion=tuple(FUSIONS), rrf_k=(1.0, 200.0, 1.0), bonus_first=(0.0, 0.2, 0.005), bonus_top3=(0.0, 0.1, 0.005),
     rerank=('embed', 'none', 'cross-encoder', 'http'), rerank_top=(2, 200, 1), rerank_window=(1, 3, 1), rerank_title=bool,
-    blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05),
+    blend_top3=(0.0, 1.0, 0.05), blend_top10=(0.0, 1.0, 0.05), blend_rest=(0.0, 1.0, 0.05), quote_bonus=(0.0, 1.0, 0.05), quote_min_words=(2, 20, 1), cited_weight=(0.0, 1.0, 0.05), cited_quoted=bool,
     k1=(0.1, 3.0, 0.1), b=(0.0, 1.0, 0.05), title_weight=(0.0, 6.0, 0.25), meta_weight=(0.0, 4.0, 0.25), heading_weight=(0.0, 4.0, 0.25),
     lead_weight=(0.0, 4.0, 0.25), body_weight=(0.0, 2.0, 0.25), proximity_depth=(10, 300, 10), phrase_weight=(0.0, 1.0, 0.05),
     phrase_power=(0.5, 4.0, 0.25), near_weight=(0.0, 1.0, 0.05), near_slop=(0, 10, 1), overview_yield=bool, overview_min_links=(1, 20, 1), authority_weight=(0.0, 1.0, 0.05), authority_depth=(5, 100, 5), authority_title_words=(1, 10, 1), main_copy_first=bool, duplicate_threshold=(0.5, 1.0, 0.05))
 GROUPS = {'Retrieval': ('depth', 'vec_floor', 'expansion', 'probe_min_score', 'probe_min_gap', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta'),
           'Fusion': ('fusion', 'original_weight', 'expansion_weight', 'lex_weight', 'vec_weight', 'rrf_k', 'bonus_first', 'bonus_top3'),
-          'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'blend_top3', 'blend_top10', 'blend_rest'),
+          'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'blend_top3', 'blend_top10', 'blend_rest', 'quote_bonus', 'quote_min_words', 'cited_weight', 'cited_quoted'),
           'Keyword': tuple(f.name for f in fields(BM25Params))}
 LAZY = (set(LIST_FIELDS) | {'rerank_window', 'rerank_title'} | set(BM25Params.__dataclass_fields__)) - {'bm25', 'duplicate_threshold'}
 
