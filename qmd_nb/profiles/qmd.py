@@ -1,4 +1,4 @@
-"""The QMD contract's tools as plain functions (`search`, `vsearch`, `query`, `get`, `multi_get`, `status`), the `qmd://` resource and the `query` prompt, in the contract's shapes and error texts.
+"""The QMD contract: six tools, the `qmd://` resource and the `query` prompt, as plain functions.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/qmd.html.md"""
 
@@ -6,37 +6,31 @@ Docs: https://qmd-nb.github.io/qmd-nb/profiles/qmd.html.md"""
 
 # %% ../../nbs/profiles/20a_qmd.ipynb #ca354a8a
 from __future__ import annotations
-from dataclasses import dataclass
-from ..engine.errors import QmdError, UsageError
+from typing import Optional
+from ..engine.errors import QmdError, UsageError, deadline
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.engine.search import SearchResult
 from ..engine.documents import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc, empty_hint, ADD_COLLECTION
 from ..engine.format import search_summary, status_text, doc_text
+from ..engine.filter import filter_help
 from ..engine.api import Engine, run_vsearch, run_query, has_vectors_any, current_fingerprint, watch_freshness
+from .profile import ToolResult, text_block, Param, Tool, Resource, Prompt, Profile, texts
 
 # %% auto #0
-__all__ = ['QUERY_GUIDE', 'ToolResult', 'text_block', 'error_result', 'guarded', 'results_result', 'search_tool', 'vsearch_tool',
-           'query_tool', 'resource_block', 'get_tool', 'multi_get_tool', 'status_structured', 'status_tool',
-           'read_document', 'instructions']
+__all__ = ['NO_VECTORS_NOTE', 'QUERY_GUIDE', 'PROFILE', 'error_result', 'guarded', 'results_result', 'search_tool',
+           'vsearch_tool', 'query_tool', 'resource_block', 'get_tool', 'multi_get_tool', 'status_structured',
+           'status_tool', 'read_document', 'instructions']
 
 # %% ../../nbs/profiles/20a_qmd.ipynb #18110a9a
-@dataclass
-class ToolResult:
-    "A transport-independent tool answer."
-    content: list # content blocks: {'type': 'text', 'text': ...} or {'type': 'resource', 'resource': {...}}
-    structured: dict|None = None # structuredContent
-    is_error: bool = False
-
-def text_block(t:str) -> dict: return {'type': 'text', 'text': t}
-
 def error_result(e:Exception) -> ToolResult:
     "The contract's error answer: the message as text, `isError`."
     return ToolResult([text_block(str(e))], None, True)
 
 def guarded(fn):
-    "Turn QmdErrors (bad input, not found, no vectors) into error results; anything else is a bug and propagates."
-    def wrapper(*a, **kw):
-        try: return fn(*a, **kw)
+    "Run a tool under the engine's time limit; QmdErrors (bad input, not found, no vectors, too slow) become error results, anything else is a bug and propagates."
+    def wrapper(engine, *a, **kw):
+        try:
+            with deadline(getattr(engine, 'request_timeout', None)): return fn(engine, *a, **kw)
         except QmdError as e: return error_result(e)
     wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = fn.__name__, fn.__doc__, fn
     return wrapper
@@ -48,6 +42,8 @@ def results_result(results:list[SearchResult], q:str,
     return ToolResult([text_block(search_summary(results, q, hint=hint))], {'results': [r.to_dict() for r in results]})
 
 # %% ../../nbs/profiles/20a_qmd.ipynb #258daf53
+NO_VECTORS_NOTE = "No embeddings yet: query answered from keyword search alone. Run 'qmd-nb embed' for semantic ranking."
+
 @guarded
 def search_tool(engine:Engine, query:str, limit:int=10, minScore:float=0, collection:str|None=None, filter:dict|None=None,
                 collapse:bool=True # near-copies shown once, listed under the best-ranked one (False: every copy)
@@ -71,7 +67,9 @@ def query_tool(engine:Engine, query:str|None=None, limit:int=10, minScore:float=
               ) -> ToolResult:
     "Hybrid search."
     res, text = run_query(engine, query, limit, minScore, collections or collection, searches, intent, rerank, candidateLimit, filter=filter, collapse=collapse)
-    return results_result(res, text, empty_hint(engine.store))
+    r = results_result(res, text, empty_hint(engine.store))
+    if not has_vectors_any(engine.store): r.notes.append(('notice', NO_VECTORS_NOTE))
+    return r
 
 # %% ../../nbs/profiles/20a_qmd.ipynb #bf9081e2
 def resource_block(d:Document) -> dict:
@@ -115,71 +113,7 @@ def read_document(engine:Engine, uri:str) -> str:
     return doc_text(read_doc(engine.store, find_doc(engine.store, path), line_numbers=True))
 
 # %% ../../nbs/profiles/20a_qmd.ipynb #33947283
-QUERY_GUIDE = """# QMD - Quick Markdown Search
-
-QMD is your on-device search engine for markdown knowledge bases. Use it to find information across your notes, documents, and meeting transcripts.
-
-## Available Tools
-
-### 1. search (Fast keyword search)
-Best for: Finding documents with specific keywords or phrases.
-- Uses BM25 full-text search
-- Fast, no LLM required
-- Good for exact matches
-- Use `collection` parameter to filter to a specific collection
-
-### 2. vsearch (Semantic search)
-Best for: Finding conceptually related content even without exact keyword matches.
-- Uses vector embeddings
-- Understands meaning and context
-- Good for "how do I..." or conceptual queries
-- Use `collection` parameter to filter to a specific collection
-
-### 3. query (Hybrid search - highest quality)
-Best for: Important searches where you want the best results.
-- Combines keyword + semantic search
-- Expands your query with variations
-- Re-ranks results with LLM
-- Slower but most accurate
-- Use `collection` parameter to filter to a specific collection
-
-### 4. get (Retrieve document)
-Best for: Getting the full content of a single document you found.
-- Use the file path from search results
-- Supports line ranges: `file.md:100` or fromLine/maxLines parameters
-- Suggests similar files if not found
-
-### 5. multi_get (Retrieve multiple documents)
-Best for: Getting content from multiple files at once.
-- Use glob patterns: `journals/2025-05*.md`
-- Or comma-separated: `file1.md, file2.md`
-- Skips files over maxBytes (default 10KB) - use get for large files
-
-### 6. status (Index info)
-Shows collection info, document counts, and embedding status.
-
-## Resources
-
-You can also access documents directly via the `qmd://` URI scheme:
-- List all documents: `resources/list`
-- Read a document: `resources/read` with uri `qmd://path/to/file.md`
-
-## Search Strategy
-
-1. **Start with search** for quick keyword lookups
-2. **Use vsearch** when keywords aren't working or for conceptual queries
-3. **Use query** for important searches or when you need high confidence
-4. **Use get** to retrieve a single full document
-5. **Use multi_get** to batch retrieve multiple related files
-
-## Tips
-
-- Use `minScore: 0.5` to filter low-relevance results
-- Use `collection: "notes"` to search only in a specific collection
-- Check the "Context" field - it describes what kind of content the file contains
-- File paths are relative to their collection (e.g., `pages/meeting.md`)
-- For glob patterns, match on display_path (e.g., `journals/2025-*.md`)
-"""
+QUERY_GUIDE = texts('qmd')['prompt.query']
 
 def instructions(engine:Engine) -> str:
     "A summary of the index for the MCP `initialize` answer."
@@ -193,3 +127,46 @@ def instructions(engine:Engine) -> str:
     return (f"qmd-nb: local search over {s.total_documents} documents in collections: {cols}. Semantic search (vsearch, query): {vec}. "
             "Start with search for keywords, query for the best ranking; then get or multi_get to read what you found "
             "(resources/list pages through every document as qmd:// resources).")
+
+# %% ../../nbs/profiles/20a_qmd.ipynb #b57218cb
+_Q = Param('query', str, required=True, schema=dict(description="What to search for"))
+_LIMIT = Param('limit', int, 10, schema=dict(description="Maximum number of results", ge=1, le=1000))
+_COLL = Param('collection', Optional[str], schema=dict(description="Only search this collection"))
+_FILTER = Param('filter', Optional[dict], schema=dict(description=filter_help())) # from the one filter vocabulary
+_COLLAPSE = Param('collapse', bool, True, schema=dict(description="Show near-copies (versions of a page, copied files) once, listed under the best-ranked one; false shows every copy"))
+def _min_score(default:float) -> Param: return Param('minScore', float, default, schema=dict(ge=0, le=1))
+def _line(name:str) -> Param: return Param(name, Optional[int], schema=dict(ge=1))
+
+# %% ../../nbs/profiles/20a_qmd.ipynb #1456ade2
+def _qmd_tools(t:dict) -> tuple:
+    "The six tools, described by the texts `t`."
+    search_args = (_Q, _LIMIT, _min_score(0), _COLL, _FILTER, _COLLAPSE)
+    return (
+        Tool('search', search_tool, t['tool.search'], search_args, output='results'),
+        Tool('vsearch', vsearch_tool, t['tool.vsearch'], (_Q, _LIMIT, _min_score(0.3), _COLL, _FILTER, _COLLAPSE), output='results'),
+        Tool('query', query_tool, t['tool.query'], (
+            Param('query', Optional[str], schema=dict(description="Natural-language question (or give searches)")), _LIMIT, _min_score(0), _COLL,
+            Param('collections', Optional[list[str]], schema=dict(description="Only search these collections")),
+            Param('searches', Optional[list[dict]], schema=dict(description="Typed sub-queries: [{type: lex|vec|hyde, query}]")),
+            Param('intent', Optional[str], schema=dict(description="What you are trying to find out; steers re-ranking")),
+            Param('rerank', bool, True),
+            Param('candidateLimit', Optional[int], schema=dict(description="Candidates to re-rank (default 40)", ge=1, le=200)),
+            _FILTER, _COLLAPSE), output='results'),
+        Tool('get', get_tool, t['tool.get'], (Param('file', str, required=True, schema=dict(description="Path, collection/path, #docid, optionally :LINE")),
+                                              _line('fromLine'), _line('maxLines'), Param('lineNumbers', bool, False))),
+        Tool('multi_get', multi_get_tool, t['tool.multi_get'], (Param('pattern', str, required=True, schema=dict(description="Glob over collection/path, or comma-separated paths/docids")),
+                                                                _line('maxLines'), Param('maxBytes', int, 10240, schema=dict(ge=1)), Param('lineNumbers', bool, False))),
+        Tool('status', status_tool, t['tool.status'], output='status'))
+
+# %% ../../nbs/profiles/20a_qmd.ipynb #c18680c1
+def _read(engine:Engine, path:str) -> str:
+    "The `qmd://{+path}` resource."
+    return read_document(engine, 'qmd://' + path)
+
+def _profile() -> Profile:
+    t = texts('qmd')
+    return Profile('qmd', _qmd_tools(t), instructions,
+                   resources=(Resource('qmd://{+path}', 'document', 'QMD Document', t['resource.document'], 'text/markdown', _read),),
+                   prompts=(Prompt('query', t['prompt.query.description'], lambda: QUERY_GUIDE),))
+
+PROFILE = _profile()

@@ -1,4 +1,4 @@
-"""Finding secrets (API keys, tokens, passwords, private keys, credentials in URLs) that a text still carries, so that shared experiences never leak them.
+"""Finding secrets a text still carries (keys, tokens, passwords), so shared experiences never leak them.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/sanitize.html.md"""
 

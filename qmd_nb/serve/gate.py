@@ -211,7 +211,7 @@ class McpDoor:
                  roots=None, # folders clients may name (see `qmd_nb.engine.api.confine_path`)
                  security=None, # the SDK's TransportSecuritySettings
                  resource_metadata:str|None=None):
-        from qmd_nb.serve.mcp import check_profiles, profile_tools
+        from qmd_nb.profiles.registry import check_profiles, profile_tools
         self.engine, self.profiles, self.roots, self.security, self.prm = engine, check_profiles(tools), roots, security, resource_metadata
         self.owner = {t: p for p in self.profiles for t in profile_tools(p)}
         self.servers, self.apps, self._tg, self._lock = {}, {}, None, None

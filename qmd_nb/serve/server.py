@@ -133,11 +133,9 @@ def warm_in_background(engine) -> threading.Thread:
 def profiles_ready(engine, tools) -> list[str]:
     "Checked tool profiles, after each profile's own start-up check (e.g. mdq needs registered sources)."
     if list(tools) == ['qmd'] or tools == 'qmd': return ['qmd'] # the common case imports nothing
-    from qmd_nb.serve.mcp import check_profiles, profile_module
+    from qmd_nb.profiles.registry import check_profiles, check_ready
     names = check_profiles(tools)
-    for n in names:
-        check = getattr(profile_module(n), 'check_sources', None) if n != 'qmd' else None
-        if check: check(engine.store)
+    check_ready(engine.store, names)
     return names
 
 # %% ../../nbs/serve/23_server.ipynb #1a904a33
