@@ -11,11 +11,11 @@ import numpy as np
 from .errors import UsageError
 from .text import Analyzer
 from .store import Store
-from .catalog import docs_by_ids
+from .catalog import docs_by_ids, doc_bodies
 from .keyword import BM25Params, keyword_index
 from .search import keyword_hits, cited_by, families
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits
-from .rank import main_first
+from .rank import main_first, declared_alias, fold_aliases
 from .vectors import vector_hits, has_vectors
 from .chroma import VectorStore
 from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, minmax
@@ -26,8 +26,8 @@ from .rerank import candidates, EmbedReranker, CrossEncoderReranker, HTTPReranke
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'get_reranker', 'QueryHit', 'list_weight', 'run_list', 'strong_probe',
            'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'rerank_order', 'rescore',
-           'evidenced', 'explain_hit', 'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'hybrid_hits',
-           'query', 'warm_reranker']
+           'evidenced', 'explain_hit', 'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'alias_fold',
+           'hybrid_hits', 'query', 'warm_reranker']
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #75093a6d
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class QueryParams:
     quote_bonus: float = 0.3 # a quotation: bonus for the hits that hold the whole query at its offsets (keyword exactness), on query's 0..1 scores
     quote_min_words: int = 4 # ... a query of at least this many words (shorter ones are phrases many pages share, not quotations)
     cited_weight: float = 0.2 # a question: bonus log(1 + top hits pointing to a hit) on query's 0..1 scores (keyword search's is bm25.authority_weight)
+    alias_depth: int = 40 # alias pages ("an alias of `X`") among this many top hits fold under X, or X under them, as near-copies do; 0: off
     cited_quoted: bool = True # ... counting only hits that quote its title as a name (code span, link text), not all holding its words
     vec_floor: float = 0.3 # a candidate only the vectors found needs this cosine similarity (vsearch's default cut); 0 keeps all
     bm25: BM25Params = field(default_factory=BM25Params) # keyword ranking (settings key `bm25`); `updated` takes its fields by name too
@@ -272,6 +273,23 @@ def main_copies_first(store:Store, hits:list, p:BM25Params, lex:list, n_terms:in
     s = main_first(*families(store, [h.doc_id for h in top]), [h.score for h in top])
     return sorted([replace(h, score=float(x)) for h, x in zip(top, s)], key=lambda h: -h.score) + hits[len(top):]
 
+def alias_fold(store:Store, hits:list, # the final ranking, best first (near-copies already folded)
+               depth:int # how many top hits may fold (`QueryParams.alias_depth`)
+              ) -> list:
+    "An alias page and the page it names, both among the top hits, shown once (`rank.fold_aliases`): the other is listed under the better-ranked."
+    top = hits[:depth]
+    if len(top) < 2: return hits
+    rows = docs_by_ids(store, [h.doc_id for h in top])
+    bodies = doc_bodies(store, [d.hash for d in rows])
+    aliases = {d.id: a for d in rows if d.hash in bodies and (a := declared_alias(bodies[d.hash][0]))}
+    if not aliases: return hits
+    at = {h.doc_id: h for h in top}
+    groups = fold_aliases([[h.doc_id] for h in top], aliases, {d.id: (d.title or '').strip().lower() for d in rows})
+    out = [replace(at[g[0]], duplicates=at[g[0]].duplicates + [x for d in g[1:] for x in [d] + at[d].duplicates]) for g in groups]
+    for h, g in zip(out, groups):
+        if len(g) > 1 and isinstance(h.explain, dict): h.explain['aliases'] = g[1:]
+    return out + hits[depth:]
+
 def _cache_key(store, embedder, query, limit, names, min_score, p, searches, flt=None, collapse=True):
     from qmd_nb.engine.store import generation
     from qmd_nb.engine.chroma import vector_generation
@@ -307,7 +325,7 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     lex = hits.get('lex:user', [])
     out = quoted_first(out, lex, n_terms, p.quote_bonus, p.quote_min_words)
     out = main_copies_first(store, cited_rerank(store, out, p.bm25, lex, n_terms, p.cited_weight, p.cited_quoted), p.bm25, lex, n_terms)
-    if collapse: out = collapse_hits(store, out, p.bm25.duplicate_threshold)
+    if collapse: out = alias_fold(store, collapse_hits(store, out, p.bm25.duplicate_threshold), p.alias_depth)
     out = sort_hits(store, out, flt.sort)[:limit] if flt else out[:limit]
     if key is None: return out
     if len(cache) > 256: cache.pop(next(iter(cache)))

@@ -13,10 +13,10 @@ from .keyword import KeywordIndex, BM25Params
 from .segment import EMPTY
 
 # %% auto #0
-__all__ = ['MAX_TERMS', 'BANDS', 'RUN_PAIRS', 'QUOTED', 'QueryTerms', 'query_terms', 'Occurrences', 'occurrences', 'exactness',
-           'nearness', 'phrase_match', 'proximity_bonus', 'overview_targets', 'jaccard', 'similar_pairs',
+__all__ = ['MAX_TERMS', 'BANDS', 'RUN_PAIRS', 'QUOTED', 'ALIAS', 'QueryTerms', 'query_terms', 'Occurrences', 'occurrences',
+           'exactness', 'nearness', 'phrase_match', 'proximity_bonus', 'overview_targets', 'jaccard', 'similar_pairs',
            'group_by_pairs', 'duplicate_groups', 'title_holders', 'mentions', 'quoted_names', 'title_quoters',
-           'main_first']
+           'main_first', 'declared_alias', 'fold_aliases']
 
 # %% ../../nbs/engine/04a_rank.ipynb #93f8a3d8
 MAX_TERMS = 64 # query words that take part in position matching
@@ -264,3 +264,32 @@ def main_first(keys:list, # each candidate's family (same-named pages share one;
         s[[main] + [i for i in by_score if i != main]] = np.sort(s[members])[::-1]
     return s
 
+
+# %% ../../nbs/engine/04a_rank.ipynb #7f731438
+ALIAS = re.compile(r'\balias (?:of|for) (?:GNU )?`([^`\n]{1,80})`', re.I)
+
+def declared_alias(text:str, head:int=400 # characters from the start where the declaration counts
+                  ) -> str|None:
+    "The name a page says near its start that it is an alias of, lower-cased (None: not an alias page)."
+    m = ALIAS.search(text[:head])
+    return m.group(1).strip().lower() if m else None
+
+def fold_aliases(groups:list[list], # shown groups best first (`group_by_pairs`): the first member is shown
+                 aliases:dict, # shown id -> the name it is an alias of (`declared_alias`)
+                 titles:dict # shown id -> its title, lower-cased
+                ) -> list[list]:
+    "Groups where an alias page and the page it names make one group, led by the better-ranked; the others keep their order."
+    first, into = {}, {}
+    for i, g in enumerate(groups): first.setdefault(titles.get(g[0]) or None, i)
+    for i, g in enumerate(groups):
+        j = first.get(aliases.get(g[0]))
+        if j is None or j == i: continue
+        a, b = min(i, j), max(i, j)
+        while a in into: a = into[a]
+        if b not in into and a != b: into[b] = a
+    out = {}
+    for i, g in enumerate(groups):
+        r = i
+        while r in into: r = into[r]
+        out.setdefault(r, []).extend(g)
+    return list(out.values())

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from ..engine.errors import UsageError
 from ..engine.store import Store
-from ..engine.catalog import docs_by_ids, doc_keys
+from ..engine.catalog import docs_by_ids, doc_keys, doc_bodies
 from ..engine.search import families, quote_matrix
 from ..engine.results import check_search_args
 from ..engine.progress import progress_bar
@@ -22,7 +22,7 @@ from ..engine.expand import parse_typed
 from ..engine.rerank import candidates
 from ..engine.vectors import has_vectors
 from ..engine.keyword import BM25Params, keyword_index
-from ..engine.rank import similar_pairs, group_by_pairs, title_holders, main_first
+from ..engine.rank import similar_pairs, group_by_pairs, title_holders, main_first, declared_alias, fold_aliases
 from ..engine.text import Analyzer
 from ..engine.hybrid import QueryParams, exact_ids, gather, fuse, fusion_params, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
 from .eval import EvalReport, ndcg_at, recall_at, mrr_at, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
@@ -31,9 +31,9 @@ from .frames import METRICS
 # %% auto #0
 __all__ = ['LIST_FIELDS', 'RERANK_FIELDS', 'Judged', 'read_judgements', 'read_known', 'key_of', 'QueryLists', 'LabCache',
            'query_lists', 'rerank_scores', 'build_cache', 'beir_lab', 'selected_lists', 'reorder', 'exact_rankings',
-           'ListArrays', 'list_arrays', 'fast_fuse', 'fast_rankings', 'lab_rankings', 'near_copies', 'title_holders_of',
-           'quoted_order', 'cited_order', 'main_order', 'lab_metrics', 'sweep', 'metric_values', 'changed',
-           'apply_params', 'eval_command']
+           'ListArrays', 'list_arrays', 'fast_fuse', 'fast_rankings', 'lab_rankings', 'near_copies', 'alias_groups',
+           'title_holders_of', 'quoted_order', 'cited_order', 'main_order', 'lab_metrics', 'sweep', 'metric_values',
+           'changed', 'apply_params', 'eval_command']
 
 # %% ../../nbs/notebook/31_lab.ipynb #210d1ae9
 @dataclass
@@ -97,6 +97,7 @@ class LabCache:
     scored: set = field(default_factory=set) # (list key, rerank key) pairs whose pools are all scored
     seconds: dict = field(default_factory=dict) # what building each part cost
     near: dict = field(default_factory=dict) # (list key, duplicate threshold) -> per query, doc id -> near-copies among its pool
+    aliases: dict = field(default_factory=dict) # doc id -> (the name it is an alias of or None, its title lower-cased)
     holders: dict = field(default_factory=dict) # (list key, title words) -> per query, (pool position by id, [j, i] j holds i's title)
 
 def query_lists(c:LabCache, p:QueryParams, progress=False) -> list[QueryLists]:
@@ -257,7 +258,7 @@ def lab_rankings(c:LabCache, p:QueryParams, exact:bool=False, # through `hybrid.
         if held is not None: ids = cited_order(ids, sc, held[i], ql[i], p.bm25, p.cited_weight)
         ids = main_order(c.store, ids, ql[i], p.bm25)
         rels = c.judged.qrels.get(q, {})
-        groups = group_by_pairs(ids, near[i])[:100] if near[i] else [[d] for d in ids[:100]]
+        groups = alias_groups(c, group_by_pairs(ids, near[i]) if near[i] else [[d] for d in ids], p.alias_depth)[:100]
         out[q] = [k for g in groups if (k := _judged(g, keys, rels)) is not None]
     return out
 
@@ -274,6 +275,18 @@ def near_copies(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[dict]:
         out.append(near)
     c.near[k] = out
     return out
+
+def alias_groups(c:LabCache, groups:list[list], depth:int) -> list[list]:
+    "The groups `hybrid.alias_fold` shows: an alias page and the page it names, among the first `depth` groups, made one."
+    top = groups[:depth]
+    if len(top) < 2: return groups
+    need = [g[0] for g in top if g[0] not in c.aliases]
+    if need:
+        rows = docs_by_ids(c.store, need); bodies = doc_bodies(c.store, [d.hash for d in rows])
+        c.aliases.update({d.id: (declared_alias(bodies[d.hash][0]) if d.hash in bodies else None, (d.title or '').strip().lower()) for d in rows})
+    known = [g[0] for g in top if g[0] in c.aliases]
+    al = {d: c.aliases[d][0] for d in known if c.aliases[d][0]}
+    return fold_aliases(top, al, {d: c.aliases[d][1] for d in known}) + groups[depth:] if al else groups
 
 def title_holders_of(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[tuple[dict, np.ndarray]]:
     "Per query, which pooled documents hold (or quote, `cited_quoted`) which pooled documents' titles (computed once per list setting)."
