@@ -152,7 +152,7 @@ def prf_subqueries(store:Store, query:str, lex:list[Hit], vec:list[Hit], qv:np.n
     top = lex[:p.prf_docs]
     terms = prf_terms(store, [h.doc_id for h in top], [h.score for h in top], set(Analyzer().terms(query)), p.prf_terms)
     if terms: out.append(SubQuery('lex', ' '.join(terms), 'prf'))
-    refs = [h.ref for h in vec[:p.prf_vec_docs] if h.ref]
+    refs = list(dict.fromkeys(h.ref for h in vec[:p.prf_vec_docs] if h.ref)) # copies of one content share its vectors
     if refs:
         _, M, _ = vs.vectors(refs)
         if len(M): out.append(SubQuery('vec', '', 'prf', rocchio(qv, M, p.prf_vec_beta)))
