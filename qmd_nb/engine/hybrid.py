@@ -24,7 +24,7 @@ from .filter import Filter, parse_filter, sort_hits
 from .rerank import candidates, EmbedReranker, CrossEncoderReranker, HTTPReranker, CachedReranker, warm_windows
 
 # %% auto #0
-__all__ = ['QueryParams', 'get_expander', 'get_reranker', 'QueryHit', 'list_weight', 'run_list', 'strong_probe',
+__all__ = ['QueryParams', 'get_expander', 'get_reranker', 'QueryHit', 'list_weight', 'run_list', 'window_list', 'strong_probe',
            'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'rerank_order', 'rescore',
            'evidenced', 'explain_hit', 'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'alias_fold',
            'hybrid_hits', 'query', 'warm_reranker']
@@ -45,6 +45,8 @@ class QueryParams:
     expansion_weight: float = 1.0 # weight of each expansion's lists
     lex_weight: float = 1.0 # keyword lists' share in fusion
     vec_weight: float = 1.0 # vector lists' share in fusion
+    window_weight: float = 0.0 # weight of the window list: the question's candidates ranked by their best sentence window (finer vector units); 0: no such list
+    window_depth: int = 50 # ... its length
     fusion: str = 'zscore' # a method of `fusion.FUSIONS`: 'zscore' (convex combination of z-scores), 'rrf'...
     rrf_k: float = 60.0
     bonus_first: float = 0.05 # RRF bonus for a first place in any list
@@ -126,9 +128,10 @@ class QueryHit(Hit):
     explain: dict = field(default_factory=dict)
 
 def list_weight(kind:str, # 'lex', 'vec' or 'hyde'
-                source:str, # 'user' for the question itself; 'prf' or 'llm' for an expansion
+                source:str, # 'user' for the question itself; 'prf' or 'llm' for an expansion; 'win' for the window list
                 p:QueryParams) -> float:
     "A list's fusion weight: the question's (or an expansion's) weight times the keyword (or vector) share."
+    if source == 'win': return p.window_weight
     return (p.original_weight if source == 'user' else p.expansion_weight) * (p.lex_weight if kind == 'lex' else p.vec_weight)
 
 def run_list(store:Store, embedder, s:SubQuery, p:QueryParams, names, flt:Filter|None=None) -> tuple[RankedList, list[Hit]]:
@@ -136,6 +139,13 @@ def run_list(store:Store, embedder, s:SubQuery, p:QueryParams, names, flt:Filter
     if s.kind == 'lex': hits = keyword_hits(store, s.text, p.depth, names, filter=flt, params=p.bm25, collapse=False)
     else: hits = vector_hits(store, embedder, s.text or None, p.depth, names, qv=s.vector, filter=flt, collapse=False)
     return RankedList(f'{s.kind}:{s.source}', [h.doc_id for h in hits], [h.score for h in hits], list_weight(s.kind, s.source, p)), hits
+
+def window_list(store:Store, embedder, query:str, lists:list[RankedList], p:QueryParams, qv:np.ndarray) -> RankedList:
+    "The candidates of the question's lists ranked by their best sentence window (the `embed` reranker's score), as a list of its own."
+    rows = docs_by_ids(store, list(dict.fromkeys(d for l in lists for d in l.ids)))
+    s = np.asarray(get_reranker(store, embedder, 'embed', p.rerank_window, p.rerank_title).score(query, candidates(store, rows), qv))
+    o = np.argsort(-s, kind='stable')[:p.window_depth]
+    return RankedList('vec:win', [rows[i].id for i in o], [float(s[i]) for i in o], list_weight('vec', 'win', p))
 
 def strong_probe(hits:list[Hit], p:QueryParams) -> bool:
     "Whether the keyword top hit is strong and far enough ahead that expansion would not help."
@@ -175,6 +185,7 @@ def gather(store:Store, embedder, query:str, p:QueryParams, names, subs:list[Sub
     if not vec_ok: return lists, hits, None
     qv = embedder.embed_query(query)
     add(SubQuery('vec', query, vector=qv))
+    if p.window_weight > 0: lists.append(window_list(store, embedder, query, lists, p, qv))
     if not wants_expansion(hits['lex:user'], p): return lists, hits, qv
     exp = prf_subqueries(store, query, hits['lex:user'], hits['vec:user'], qv, VectorStore(store, embedder.fingerprint), p) \
           if p.expansion == 'prf' else get_expander(store).expand(query)

@@ -64,7 +64,7 @@ def read_known(store:Store, path:str|Path) -> Judged:
     return Judged(Path(path).stem, queries, qrels, {i: f'{c}/{p}' for i, (c, p) in doc_keys(store).items()})
 
 # %% ../../nbs/notebook/31_lab.ipynb #6f2330a2
-LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'bm25') # a new value re-runs retrieval
+LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'bm25', 'window_depth', 'rerank_window', 'rerank_title') # a new value re-runs retrieval
 RERANK_FIELDS = ('rerank', 'rerank_window', 'rerank_title') # a new value re-runs the reranker
 
 def key_of(p:QueryParams, names) -> tuple:
@@ -104,7 +104,7 @@ def query_lists(c:LabCache, p:QueryParams, progress=False) -> list[QueryLists]:
     "The retrieval lists of `p`'s list setting (run once per setting, then cached)."
     k = key_of(p, LIST_FIELDS)
     if k in c.lists: return c.lists[k]
-    t, g, out = time.time(), replace(p, expansion='prf', probe_min_score=float('inf')), []
+    t, g, out = time.time(), replace(p, expansion='prf', probe_min_score=float('inf'), window_weight=p.window_weight or 1.0), [] # every list, weighed later
     with progress_bar(len(c.qids), 'Retrieval lists', progress, unit='query') as bar:
         for q in c.texts:
             lists, hits, _ = gather(c.store, c.embedder, q, g, None, parse_typed(q))
@@ -161,9 +161,10 @@ def beir_lab(folder:str|Path, env:dict|None=None, params:QueryParams|None=None,
 
 # %% ../../nbs/notebook/31_lab.ipynb #38a7e181
 def selected_lists(q:QueryLists, p:QueryParams) -> list[RankedList]:
-    "The lists `gather` returns for `p`: feedback lists only when expansion is on and the keyword probe is not strong."
+    "The lists `gather` returns for `p`: feedback lists only when expansion is on and the keyword probe is not strong; the window list when it weighs."
     expand = wants_expansion(q.probe, p)
-    return [RankedList(n, ids, sc, list_weight(*n.split(':', 1), p)) for n, ids, sc in q.lists if expand or n.endswith(':user')]
+    return [RankedList(n, ids, sc, list_weight(*n.split(':', 1), p)) for n, ids, sc in q.lists
+            if (n.endswith(':win') and p.window_weight > 0) or (not n.endswith(':win') and (expand or n.endswith(':user')))]
 
 def reorder(ids:list, scores, rr:list|None, # reranker scores of the first `rerank_top` ids (None: no reranker)
             p:QueryParams) -> tuple[list[int], list[float]]:
