@@ -368,5 +368,5 @@ def warm_reranker(store:Store, embedder, stop=None # a threading.Event that stop
                  ) -> int:
     "Prepare the reranker's data for every document (none needed for other rerankers); how many documents were done."
     p = QueryParams.from_settings(store.config.settings)
-    if p.rerank != 'embed' or not has_vectors(store, embedder.fingerprint): return 0
+    if (p.rerank != 'embed' and p.window_weight <= 0) or not has_vectors(store, embedder.fingerprint): return 0 # the window list reads the same windows
     return warm_windows(store, embedder, p.rerank_window, p.rerank_title, stop=stop)
