@@ -132,13 +132,14 @@ class CachedReranker:
         self.inner, self.size, self.name = inner, size, inner.name
         self._c, self._lock = OrderedDict(), threading.Lock()
     def score(self, query:str, cands:list[Candidate], qv=None) -> list[float]:
-        with self._lock: miss = [c for c in cands if (query, c.hash) not in self._c]
+        with self._lock: have = {c.hash: self._c[(query, c.hash)] for c in cands if (query, c.hash) in self._c}
+        miss = list({c.hash: c for c in cands if c.hash not in have}.values())
         if miss:
-            new = dict(zip([c.hash for c in miss], self.inner.score(query, miss, qv)))
+            have.update(zip([c.hash for c in miss], self.inner.score(query, miss, qv)))
             with self._lock:
-                for h, s in new.items(): self._c[(query, h)] = s
+                for c in miss: self._c[(query, c.hash)] = have[c.hash]
                 while len(self._c) > self.size: self._c.popitem(last=False)
-        with self._lock: return [self._c[(query, c.hash)] for c in cands]
+        return [have[c.hash] for c in cands] # from this call's own copy: eviction cannot take a score it needs
 
 # %% ../../nbs/engine/11b_rerank.ipynb #57d1586e
 def docs_without_windows(store:Store, embedder, size:int=1, with_title:bool=False, n:int=16) -> list:
