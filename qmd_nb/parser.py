@@ -39,7 +39,7 @@ def _format_args(p, choices:tuple=('cli', 'json')):
 def _collection_parsers(sp):
     c = _sub(sp, 'collection', cmd_collection, 'Manage collections (folders that are indexed)')
     cs = c.add_subparsers(dest='action', required=True, metavar='ACTION')
-    from qmd_nb.engine.config import DEFAULT_MASK
+    from qmd_nb.engine.convert import DEFAULT_MASK
     p = _format_args(cs.add_parser('add', help='Add a folder and index it')); p.add_argument('path')
     p.add_argument('--name', help="collection name (default: the folder's name)")
     p.add_argument('--mask', default=DEFAULT_MASK, help=f"glob(s), comma-separated (default: {DEFAULT_MASK}, every kind qmd-nb reads)")

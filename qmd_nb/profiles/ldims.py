@@ -184,7 +184,8 @@ def _context(snippet:str) -> str:
 # %% ../../nbs/profiles/27_ldims.ipynb #feadec88
 def run_search(engine, req:SearchRequest) -> tuple[list, int, str]:
     "(results, total matches, engine used) for a checked request."
-    from qmd_nb.engine.search import keyword_hits, to_results
+    from qmd_nb.engine.search import keyword_hits
+    from qmd_nb.engine.results import to_results
     from qmd_nb.engine.api import run_query, has_vectors_any
     if req.mode == 'semantic' and has_vectors_any(engine.store):
         res, _ = run_query(engine, req.query, max(req.limit, ldims_settings(settings=engine.store.config.settings).hard_limit), filter=req.filter or None)

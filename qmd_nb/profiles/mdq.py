@@ -250,7 +250,8 @@ def search(engine, query:str, # words to look for
            **filters # labels, author, created_after... sort (see FILTER_KEYS)
           ) -> SearchOutput:
     "mdq's search: ranked pages with snippets, filtered as asked."
-    from qmd_nb.engine.search import keyword_hits, to_results, MAX_LIMIT, check_search_args
+    from qmd_nb.engine.search import keyword_hits
+    from qmd_nb.engine.results import to_results, MAX_LIMIT, check_search_args
     from qmd_nb.engine.filter import sort_hits
     from qmd_nb.engine.api import has_vectors_any
     st, limit = engine.store, _check_limit(limit)

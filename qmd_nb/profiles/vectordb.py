@@ -189,7 +189,7 @@ def best_chunk(hit, chunks:list, meta:dict, pats, conds:dict):
 def _candidates(engine, query:str, top_k:int, names, allowed:Optional[set], deep:bool) -> list:
     "Ranked hits: hybrid (keyword alone without vectors), restricted to `allowed` before every list's cut."
     from qmd_nb.engine.hybrid import hybrid_hits
-    from qmd_nb.engine.search import MAX_LIMIT
+    from qmd_nb.engine.results import MAX_LIMIT
     from qmd_nb.engine.filter import Filter
     from qmd_nb.engine.api import has_vectors_any
     st = engine.store
@@ -202,7 +202,7 @@ def search(engine, query:str, top_k:int=5, # results, 1 to 100
            filter:Optional[dict]=None # field: value conditions (FILTER_FIELDS)
           ) -> SearchAnswer:
     "Hybrid search answered with the best chunk of each of the best documents."
-    from qmd_nb.engine.search import term_patterns
+    from qmd_nb.engine.results import term_patterns
     from qmd_nb.engine.text import Analyzer, parse_query
     st, query, top_k = engine.store, _str('query', query), _int('top_k', top_k, 1, 100)
     conds = check_filter(filter)
