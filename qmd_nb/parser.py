@@ -78,7 +78,7 @@ def _search_parsers(sp):
     p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true'); _format_args(p)
     _format_args(_sub(sp, 'status', cmd_status, 'Show documents, collections, embedding backlog and index size'))
     p = _sub(sp, 'eval', cmd_eval, 'Evaluate ranking on a BEIR-format folder, or known-item search on this index')
-    p.add_argument('dir', nargs='?', help='a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv)')
+    p.add_argument('dir', nargs='?', help='a BEIR folder (corpus.jsonl or corpus.jsonl.gz, queries.jsonl, qrels.tsv)')
     p.add_argument('--known-item', metavar='FILE', help='TSV of query<TAB>page lines, run on this index: MRR@10, Hit@1, Hit@10, p50')
     p.add_argument('--mode', choices=('search', 'vsearch', 'query'), default='search')
     p.add_argument('--no-rerank', action='store_true', help='query mode: skip the reranker')

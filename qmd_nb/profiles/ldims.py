@@ -227,7 +227,7 @@ class Processing:
 
 def _unindexed(store:Store, doc_id:str) -> str|None:
     "`collection/path` of a collection file not in the index yet whose id is `doc_id`."
-    from qmd_nb.engine.index import discover
+    from qmd_nb.engine.discover import discover
     for c in store.config.collections.values():
         for rel, _, _ in discover(c.path, c.masks):
             if document_id(c.name, rel) == doc_id: return f'{c.name}/{rel}'
