@@ -1,4 +1,4 @@
-"""The recall contract: agents record what they solved and find it later, ranked by relevance, use and age.
+"""The recall contract: agents record what they solved and find it later, by relevance, use and age.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/experiences.html.md"""
 

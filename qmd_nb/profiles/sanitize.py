@@ -1,4 +1,4 @@
-"""Finding secrets a text still carries (keys, tokens, passwords), so shared experiences never leak them.
+"""Find secrets a text still carries (keys, tokens, passwords), so shared experiences never leak.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/sanitize.html.md"""
 

@@ -7,8 +7,8 @@ Docs: https://qmd-nb.github.io/qmd-nb/profiles/vectordb.html.md"""
 # %% auto #0
 __all__ = ['MAX_TEXT', 'FILTER_FIELDS', 'PROFILE', 'error', 'contract', 'doc_uuid', 'doc_source', 'doc_fields', 'find_uuid',
            'doc_chunks', 'chunk_page', 'chunk_count', 'Ingested', 'ingest_file', 'ingest_url', 'ChunkHit',
-           'SearchAnswer', 'check_filter', 'same', 'best_chunk', 'search', 'DocInfo', 'DocList', 'LibraryInfo',
-           'Libraries', 'DocText', 'Deleted', 'list_documents', 'list_libraries', 'get_document', 'delete_document']
+           'SearchAnswer', 'check_filter', 'same', 'best_chunk', 'search', 'DocInfo', 'DocList', 'list_documents',
+           'LibraryInfo', 'Libraries', 'list_libraries', 'DocText', 'Deleted', 'get_document', 'delete_document']
 
 # %% ../../nbs/profiles/24_vectordb.ipynb #593d58d7
 import functools, json
@@ -245,6 +245,21 @@ class DocList:
     documents: list # of DocInfo
     count: int
 
+# %% ../../nbs/profiles/24_vectordb.ipynb #01394b98
+@contract
+def list_documents(engine, library:Optional[str]=None, # only this library
+                   limit:int=20, # 1 to 1000
+                   offset:int=0) -> DocList:
+    "Documents with their metadata, by library and path."
+    library, limit, offset = _str('library', library, True), _int('limit', limit, 1, 1000), _int('offset', offset, 0, 2**62)
+    docs = [_info(engine, d) for d in documents(engine.store, library or None, limit=limit, offset=offset)]
+    return DocList(docs, len(docs))
+
+def _info(engine, d:DocRow) -> DocInfo:
+    f = doc_fields(engine.store, d)
+    return DocInfo(f['doc_id'], f['source'], d.title, d.collection, d.hash, f['created_at'], f['metadata'], chunk_count(engine, d))
+
+# %% ../../nbs/profiles/24_vectordb.ipynb #e1f2a3b1
 @dataclass
 class LibraryInfo:
     library: str
@@ -255,6 +270,20 @@ class LibraryInfo:
 class Libraries:
     libraries: list # of LibraryInfo
 
+# %% ../../nbs/profiles/24_vectordb.ipynb #286cc483
+@contract
+def list_libraries(engine) -> Libraries:
+    "Every library with its document and chunk counts."
+    st = engine.store
+    key = ('vectordb-libs', generation(st), engine.model_loaded)
+    if key not in st.cache:
+        counts = {c: [0, 0] for c in st.config.collections}
+        for d in documents(st):
+            n = counts.setdefault(d.collection, [0, 0]); n[0] += 1; n[1] += chunk_count(engine, d)
+        st.cache[key] = Libraries([LibraryInfo(k, *v) for k, v in counts.items()])
+    return st.cache[key]
+
+# %% ../../nbs/profiles/24_vectordb.ipynb #e1f2a3b2
 @dataclass
 class DocText:
     "A whole document, as `get_document` returns it."
@@ -271,33 +300,6 @@ class Deleted:
     status: str
     doc_id: str
     deleted_chunks: int
-
-# %% ../../nbs/profiles/24_vectordb.ipynb #01394b98
-@contract
-def list_documents(engine, library:Optional[str]=None, # only this library
-                   limit:int=20, # 1 to 1000
-                   offset:int=0) -> DocList:
-    "Documents with their metadata, by library and path."
-    library, limit, offset = _str('library', library, True), _int('limit', limit, 1, 1000), _int('offset', offset, 0, 2**62)
-    docs = [_info(engine, d) for d in documents(engine.store, library or None, limit=limit, offset=offset)]
-    return DocList(docs, len(docs))
-
-def _info(engine, d:DocRow) -> DocInfo:
-    f = doc_fields(engine.store, d)
-    return DocInfo(f['doc_id'], f['source'], d.title, d.collection, d.hash, f['created_at'], f['metadata'], chunk_count(engine, d))
-
-# %% ../../nbs/profiles/24_vectordb.ipynb #286cc483
-@contract
-def list_libraries(engine) -> Libraries:
-    "Every library with its document and chunk counts."
-    st = engine.store
-    key = ('vectordb-libs', generation(st), engine.model_loaded)
-    if key not in st.cache:
-        counts = {c: [0, 0] for c in st.config.collections}
-        for d in documents(st):
-            n = counts.setdefault(d.collection, [0, 0]); n[0] += 1; n[1] += chunk_count(engine, d)
-        st.cache[key] = Libraries([LibraryInfo(k, *v) for k, v in counts.items()])
-    return st.cache[key]
 
 # %% ../../nbs/profiles/24_vectordb.ipynb #9eca29e8
 @contract

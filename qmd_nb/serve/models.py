@@ -1,4 +1,4 @@
-"""The REST API's request and response bodies as pydantic models, built from the engine's result schema and filter vocabulary.
+"""REST request and response bodies as pydantic models, from the engine's result schema and filters.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/models.html.md"""
 
