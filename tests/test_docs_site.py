@@ -28,6 +28,15 @@ def test_sidebar_lists_every_notebook():
     assert flat[0] == 'index.ipynb' and all((NBS/p).exists() for p in flat)
     assert 'tutorials/ranking.ipynb' in flat or not (NBS/'tutorials'/'ranking.ipynb').exists()
 
+def test_every_page_opens_with_a_title_and_a_one_line_subtitle():
+    "Each notebook starts `# Title` then one `> summary` line of at most 100 characters (the page's subtitle, the module's docstring)."
+    bad = []
+    for nb in sorted(p for p in NBS.rglob('*.ipynb') if not any(x.startswith(('_', '.')) for x in p.relative_to(NBS).parts)):
+        lines = ''.join(json.loads(nb.read_text(encoding='utf-8'))['cells'][0]['source']).split('\n')
+        subs = [l for l in lines if l.startswith('>')]
+        if not lines[0].startswith('# ') or len(subs) != 1 or len(subs[0]) > 100: bad.append((str(nb.relative_to(NBS)), subs))
+    assert bad == []
+
 def test_quarto_configuration():
     q = yaml.safe_load((NBS/'_quarto.yml').read_text(encoding='utf-8'))
     assert q['project']['type'] == 'website'
