@@ -177,7 +177,8 @@ def _vector_parsers(sp):
             p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
 
 def _ingest_parsers(sp):
-    p = _sub(sp, 'ingest', cmd_ingest, 'Add one file (md, txt, pdf, docx, html) or http(s) URL to a library, without scanning a folder')
+    from qmd_nb.engine.convert import FORMATS # the kinds it reads
+    p = _sub(sp, 'ingest', cmd_ingest, f"Add one file ({', '.join(FORMATS)}) or http(s) URL to a library, without scanning a folder")
     p.add_argument('source', metavar='PATH|URL'); p.add_argument('--library', default='default', help='library (collection) to add it to (default: default)')
     p.add_argument('--metadata', metavar='JSON', help='metadata to keep with it, a JSON object (e.g. \'{"labels": ["ops"]}\')')
     _format_args(p)
