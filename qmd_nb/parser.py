@@ -28,7 +28,7 @@ def _score(s):
 def _sub(sp, name, func, help, **kw):
     p = sp.add_parser(name, help=help, description=help, **kw); p.set_defaults(func=func); return p
 
-RESULT_FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files') # as qmd_nb.engine.format.FORMATS (not imported: parsing stays light)
+RESULT_FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files') # as qmd_nb.engine.format.RESULT_FORMATS (not imported: parsing stays light; a test compares them)
 
 def _format_args(p, choices:tuple=('cli', 'json')):
     "`--format` and its alias `--json`: every command that prints results or data takes both."
