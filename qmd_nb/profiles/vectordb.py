@@ -6,9 +6,9 @@ Docs: https://qmd-nb.github.io/qmd-nb/profiles/vectordb.html.md"""
 
 # %% auto #0
 __all__ = ['MAX_TEXT', 'FILTER_FIELDS', 'PROFILE', 'error', 'contract', 'doc_uuid', 'doc_source', 'doc_fields', 'find_uuid',
-           'doc_chunks', 'chunk_page', 'chunk_count', 'Ingested', 'ingest_file', 'ingest_url', 'ChunkHit',
-           'SearchAnswer', 'check_filter', 'same', 'best_chunk', 'search', 'DocInfo', 'DocList', 'list_documents',
-           'LibraryInfo', 'Libraries', 'list_libraries', 'DocText', 'Deleted', 'get_document', 'delete_document']
+           'doc_chunks', 'chunk_page', 'chunk_count', 'Ingested', 'ingest_file', 'ingest_url', 'check_filter', 'same',
+           'ChunkHit', 'SearchAnswer', 'best_chunk', 'search', 'DocInfo', 'DocList', 'list_documents', 'LibraryInfo',
+           'Libraries', 'list_libraries', 'DocText', 'Deleted', 'get_document', 'delete_document']
 
 # %% ../../nbs/profiles/24_vectordb.ipynb #593d58d7
 import functools, json
@@ -135,6 +135,23 @@ def ingest_url(engine, url:str, # http:// or https://
 # %% ../../nbs/profiles/24_vectordb.ipynb #87aaad17
 FILTER_FIELDS = ('doc_id', 'source', 'title', 'library', 'file_type', 'last_modified', 'created_at', 'content_hash', 'page', 'chunk_index')
 
+def check_filter(flt) -> dict:
+    "The filter's conditions, or UsageError for a bad key or value."
+    if flt is None: return {}
+    if not isinstance(flt, dict): raise UsageError(f"filter must be an object of field: value, or null (got {_got(flt)})")
+    bad = [k for k in flt if k not in FILTER_FIELDS]
+    if bad: raise UsageError(f"Invalid filter key{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))}: filterable fields are {', '.join(FILTER_FIELDS)}")
+    for k, v in flt.items():
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)): raise UsageError(f"filter.{k} must be a string or an integer (got {_got(v)})")
+    return dict(flt)
+
+def same(fld:str, have, want) -> bool:
+    "Whether a record's field value equals a filter value (dates compared as instants, file types without case or dot)."
+    if fld in ('last_modified', 'created_at'): return have is not None and utc_iso(have) == utc_iso(want)
+    if fld == 'file_type': return str(have).lower().lstrip('.') == str(want).lower().lstrip('.')
+    return str(have) == str(want)
+
+# %% ../../nbs/profiles/24_vectordb.ipynb #a9e1c014
 @dataclass
 class ChunkHit:
     "One search result: a chunk of a document."
@@ -152,22 +169,6 @@ class ChunkHit:
 @dataclass
 class SearchAnswer:
     results: list # of ChunkHit, best first
-
-def check_filter(flt) -> dict:
-    "The filter's conditions, or UsageError for a bad key or value."
-    if flt is None: return {}
-    if not isinstance(flt, dict): raise UsageError(f"filter must be an object of field: value, or null (got {_got(flt)})")
-    bad = [k for k in flt if k not in FILTER_FIELDS]
-    if bad: raise UsageError(f"Invalid filter key{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))}: filterable fields are {', '.join(FILTER_FIELDS)}")
-    for k, v in flt.items():
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)): raise UsageError(f"filter.{k} must be a string or an integer (got {_got(v)})")
-    return dict(flt)
-
-def same(fld:str, have, want) -> bool:
-    "Whether a record's field value equals a filter value (dates compared as instants, file types without case or dot)."
-    if fld in ('last_modified', 'created_at'): return have is not None and utc_iso(have) == utc_iso(want)
-    if fld == 'file_type': return str(have).lower().lstrip('.') == str(want).lower().lstrip('.')
-    return str(have) == str(want)
 
 def _allowed(store:Store, names, conds:dict) -> Optional[set]:
     "Catalog ids of the documents meeting the document-level conditions (None: no condition)."
