@@ -25,7 +25,7 @@ from ..engine.keyword import BM25Params, keyword_index
 from ..engine.rank import similar_pairs, group_by_pairs, title_holders, main_first
 from ..engine.text import Analyzer
 from ..engine.hybrid import QueryParams, exact_ids, gather, fuse, fusion_params, list_weight, wants_expansion, rerank_order, evidenced
-from .eval import EvalReport, ndcg_at, recall_at, mrr_at, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
+from .eval import EvalReport, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
 from .frames import METRICS
 
 # %% auto #0
