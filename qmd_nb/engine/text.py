@@ -74,6 +74,7 @@ _TOK_RE = re.compile(rf'([{_CJK}]+)|([^\W_{_CJK}]+)')
 _HAS_CJK, _WORD_RE, _ASCII_RE = re.compile(rf'[{_CJK}]'), re.compile(r'\w+'), re.compile(r'[a-z0-9]+')
 _NON_ASCII = re.compile(r'[^\x00-\x7f]+')
 _MNEMONIC = re.compile(r'\[([^\W\d_]{1,3})\]')
+_ASCII_GAPS = str.maketrans({c: ' ' for c in map(chr, range(128)) if not _ASCII_RE.fullmatch(c)}) # what separates `_ASCII_RE`'s words
 
 def _mnemonic(m) -> str:
     "`[x]` inside a word loses its brackets (`E[x]tract`, `[c]reate`); elsewhere it stays."
@@ -92,7 +93,7 @@ def raw_tokens(text:str) -> list[str]:
     "Folded words of `text`; CJK runs as bigrams (a lone CJK character stays itself); `E[x]tract` is `extract`."
     if '[' in text: text = _MNEMONIC.sub(_mnemonic, text)
     f = fold(text)
-    if f.isascii(): return _ASCII_RE.findall(f) # the common cases, at C speed
+    if f.isascii(): return f.translate(_ASCII_GAPS).split() # the common case, at C speed: `_ASCII_RE.findall(f)`, a quarter faster
     if not _HAS_CJK.search(f): return _WORD_RE.findall(f.replace('_', ' '))
     out = []
     for cjk, word in _TOK_RE.findall(f):
