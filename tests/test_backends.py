@@ -9,7 +9,7 @@ from qmd_nb.engine.store import Store
 from qmd_nb.engine.index import add_collection
 from qmd_nb.engine.embed import HashEmbedder
 from qmd_nb.engine.vectors import embed
-from qmd_nb.engine.hybrid import query, QueryParams
+from qmd_nb.engine.hybrid import hybrid_query, QueryParams
 from qmd_nb.engine.errors import QmdError
 
 @pytest.fixture
@@ -45,17 +45,17 @@ def endpoint():
 
 def test_chat_expansion(store, endpoint):
     store.config.settings.update(expand_url=endpoint, expand_api_key='sk-test')
-    res = query(store, HashEmbedder(), 'how are backups kept', params=QueryParams(expansion='chat', probe_min_score=2.0), explain=True)
+    res = hybrid_query(store, HashEmbedder(), 'how are backups kept', params=QueryParams(expansion='chat', probe_min_score=2.0), explain=True)
     lists = set().union(*(r.explain['lists'] for r in res))
     assert {'lex:llm', 'vec:llm', 'hyde:llm'} <= lists
     path, body, auth = _Fake.seen[0]
     assert path == '/v1/chat/completions' and 'how are backups kept' in body['messages'][0]['content'] and auth == 'Bearer sk-test'
-    query(store, HashEmbedder(), 'how are backups kept', params=QueryParams(expansion='chat', probe_min_score=2.0, depth=50))
+    hybrid_query(store, HashEmbedder(), 'how are backups kept', params=QueryParams(expansion='chat', probe_min_score=2.0, depth=50))
     assert len([s for s in _Fake.seen if s[0] == '/v1/chat/completions']) == 1 # the expansion is cached
 
 def test_http_reranker(store, endpoint):
     store.config.settings.update(rerank_url=endpoint)
-    res = query(store, HashEmbedder(), 'rsync copy files NAS', params=QueryParams(rerank='http'), explain=True)
+    res = hybrid_query(store, HashEmbedder(), 'rsync copy files NAS', params=QueryParams(rerank='http'), explain=True)
     assert _Fake.seen[-1][0] == '/v1/rerank'
     docs = _Fake.seen[-1][1]['documents']
     assert all(r.explain['rerank'] is not None for r in res[:len(docs)])
@@ -64,7 +64,7 @@ def test_http_reranker(store, endpoint):
 def test_endpoint_down_is_a_clear_error(store):
     store.config.settings.update(rerank_url='http://127.0.0.1:9/v1')
     with pytest.raises(QmdError, match=r'http://127.0.0.1:9/v1/rerank is unreachable'):
-        query(store, HashEmbedder(), 'rsync', params=QueryParams(rerank='http'))
+        hybrid_query(store, HashEmbedder(), 'rsync', params=QueryParams(rerank='http'))
 
 def test_local_cross_encoder(store, tmp_path, monkeypatch):
     from sentence_transformers import CrossEncoder
@@ -72,7 +72,7 @@ def test_local_cross_encoder(store, tmp_path, monkeypatch):
     folder = tmp_path/'ce'
     CrossEncoder(model_dir(), num_labels=1, device='cpu').save(str(folder)) # a cross-encoder built here, from the bundled weights
     monkeypatch.setenv('QMD_NB_RERANK_MODEL', str(folder))
-    res = query(store, HashEmbedder(), 'rsync copy files NAS', params=QueryParams(rerank='cross-encoder'), explain=True)
+    res = hybrid_query(store, HashEmbedder(), 'rsync copy files NAS', params=QueryParams(rerank='cross-encoder'), explain=True)
     from qmd_nb.engine.rerank import candidates
     from qmd_nb.engine.documents import find_doc
     c = candidates(store, [find_doc(store, res[0].file)])[0]

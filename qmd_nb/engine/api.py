@@ -158,7 +158,7 @@ def run_query(engine:Engine, query:str|None=None, limit:int=10, min_score:float=
               params=None # `QueryParams` to rank with (default: the index's settings; the CLI's `--set` overrides them)
              ) -> tuple[list[SearchResult], str]:
     "Hybrid search results and the query text they answer (keyword search alone while there are no vectors)."
-    from qmd_nb.engine.hybrid import query as hybrid_query, QueryParams # imported on first use: the MCP server starts without them
+    from qmd_nb.engine.hybrid import hybrid_query, QueryParams # imported on first use: the MCP server starts without them
     if query is not None and searches: raise UsageError("Give either query or searches, not both")
     if query is None and not searches: raise UsageError("query (or searches) is required")
     _bounded(query, intent, searches)

@@ -27,8 +27,8 @@ from .rerank import candidates, RERANKERS, get_reranker, warm_windows
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'QueryHit', 'list_weight', 'run_list', 'window_list', 'strong_probe', 'wants_expansion',
            'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'rerank_order', 'rescore', 'evidenced', 'explain_hit',
-           'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'alias_fold', 'hybrid_hits', 'query',
-           'warm_reranker']
+           'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'alias_fold', 'hybrid_hits',
+           'hybrid_query', 'warm_reranker']
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #75093a6d
 @dataclass(frozen=True)
@@ -323,7 +323,7 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     cache[key] = out
     return out
 
-def query(store:Store, embedder, query:str|None, # a question; or lex:/vec:/hyde: lines
+def hybrid_query(store:Store, embedder, query:str|None, # a question; or lex:/vec:/hyde: lines
           limit:int=10, collection=None, min_score:float=0.0,
           params:QueryParams|None=None, # pipeline constants (default: the config's `query` settings)
           searches:list|None=None, # typed sub-queries [{type, query}], instead of `query`
