@@ -7,13 +7,16 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/discover.html.md"""
 # %% ../../nbs/engine/04b_discover.ipynb #01988d39
 from __future__ import annotations
 import os, re, unicodedata
+from array import array
+from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
 from pathlib import Path
 from .errors import UsageError
 
 # %% auto #0
-__all__ = ['MAX_GLOB', 'MAX_ALTERNATIVES', 'Glob', 'glob_re', 'Masks', 'masks_re', 'mask_match', 'hidden', 'discover']
+__all__ = ['MAX_GLOB', 'MAX_ALTERNATIVES', 'Glob', 'glob_re', 'Masks', 'masks_re', 'mask_match', 'hidden', 'discover', 'Listing',
+           'listing']
 
 # %% ../../nbs/engine/04b_discover.ipynb #e6cdbd5a
 MAX_GLOB, MAX_ALTERNATIVES = 1000, 64 # characters in a glob; patterns its {a,b} braces may expand to
@@ -157,3 +160,25 @@ def discover(root:str|Path, # collection folder
                     if match(r): yield r, target if link else e.path, e.stat() # the stat: one system call per file, most of a scan's cost
                     elif left_out is not None: _count(left_out, os.path.splitext(name)[1].lower() or '(none)')
             except OSError: continue
+
+# %% ../../nbs/engine/04b_discover.ipynb #8b932585
+@dataclass
+class Listing:
+    "A collection's files as `discover` walks them, in columns."
+    keys: list # relative paths, in walk order
+    fulls: list # the path to read each from
+    stats: list # each one's `os.stat_result`
+    sig: bytes|None # (size, mtime_ns, inode) of each as int64s (None: a value does not fit)
+    newest_ns: int # the latest mtime (ns) among them
+
+def listing(root:str|Path, # collection folder
+            masks:list[str], # masks a relative path must match
+            left_out:dict|None=None # as `discover`
+           ) -> Listing:
+    "The collection's files (as `discover` yields them) as a `Listing`."
+    keys, fulls, stats, sig = [], [], [], []
+    for r, full, st in discover(root, masks, left_out):
+        keys.append(r); fulls.append(full); stats.append(st); sig += (st.st_size, st.st_mtime_ns, st.st_ino)
+    try: packed = array('q', sig).tobytes()
+    except OverflowError: packed = None # e.g. an inode number past 2**63: compared file by file instead
+    return Listing(keys, fulls, stats, packed, max(sig[1::3], default=0))
