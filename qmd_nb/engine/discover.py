@@ -109,6 +109,8 @@ class Masks:
     def __init__(self, globs:list[Glob]):
         self.globs = globs
         if len(globs) == 1: self.match = globs[0].match # one glob (the usual case): its own match, no loop
+        names = globs[0].names if len(globs) == 1 else None # `**/NAME`: a test on the file name alone, for the walk
+        self.name_match = names[0].match if names and len(names) == 1 else None
     def match(self, path:str) -> bool: return any(g.match(path) for g in self.globs)
 
 @lru_cache(maxsize=64)
@@ -136,7 +138,8 @@ def discover(root:str|Path, # collection folder
              left_out:dict|None=None # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files
             ):
     "Yield (relative path, path to read, stat) of every file of the collection (a link inside it: its target)."
-    real_root = os.path.realpath(root); match = masks_re(tuple(masks)).match
+    real_root, m = os.path.realpath(root), masks_re(tuple(masks))
+    match, nm = m.match, m.name_match
     inside = lambda p: p == real_root or p.startswith(real_root + os.sep)
     seen, stack = {real_root}, [(str(root), real_root, '')] # (folder, its real path, its relative path)
     while stack:
@@ -146,8 +149,14 @@ def discover(root:str|Path, # collection folder
         except OSError: continue
         for e in entries:
             name = e.name
-            r = unicodedata.normalize('NFC', rel + name) # one name for a file however the disk spells it
             try:
+                if name[0] != '.' and name != 'node_modules' and e.is_file(follow_symlinks=False): # a plain file (from the folder's listing): the common case, kept short
+                    r = rel + name
+                    if not r.isascii(): r = unicodedata.normalize('NFC', r); name = r.rpartition('/')[2] # one name for a file however the disk spells it
+                    if nm(name) if nm else match(r): yield r, e.path, e.stat() # the stat: one system call per file, most of a scan's cost
+                    elif left_out is not None: _count(left_out, os.path.splitext(name)[1].lower() or '(none)')
+                    continue
+                r = unicodedata.normalize('NFC', rel + name)
                 if (name[0] == '.' or name == 'node_modules') and hidden(name, e.is_dir()):
                     if left_out is not None and name != 'node_modules' and e.is_file(follow_symlinks=False): _count(left_out, 'hidden')
                     continue
@@ -157,7 +166,7 @@ def discover(root:str|Path, # collection folder
                     sub = target if link else real + os.sep + name
                     if sub not in seen: seen.add(sub); stack.append((e.path, sub, r + '/'))
                 elif e.is_file():
-                    if match(r): yield r, target if link else e.path, e.stat() # the stat: one system call per file, most of a scan's cost
+                    if match(r): yield r, target if link else e.path, e.stat()
                     elif left_out is not None: _count(left_out, os.path.splitext(name)[1].lower() or '(none)')
             except OSError: continue
 
