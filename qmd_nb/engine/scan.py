@@ -140,12 +140,20 @@ def unchanged_since(ls:Listing, s:Snapshot, since_ns:int|None) -> bool:
     "Whether every file is as the snapshot has it, by its stat, and none is racy: the whole comparison of a no-change update."
     return ls.sig is not None and ls.keys == s.keys and ls.sig == s.sig and not (since_ns is not None and ls.newest_ns >= since_ns - RACY_NS)
 
+def _differ(a:bytes, b:bytes, n:int, chunk:int=256) -> list[int]:
+    "Positions of the (size, mtime, inode) triples that differ between two packed columns of `n` files, found chunk by chunk."
+    w, out = 24 * chunk, []
+    for k in range(0, 24 * n, w):
+        if a[k:k+w] != b[k:k+w]: out += [i for i in range(k // 24, min(n, (k + w) // 24)) if a[24*i:24*i+24] != b[24*i:24*i+24]]
+    return out
+
 def _same_files(ls:Listing, s:Snapshot, clean:float) -> tuple[list, dict, int]:
-    "`narrow` when the walk found the snapshot's paths, in its order: compared position by position, no dictionary built."
+    "`narrow` when the walk found the snapshot's paths in its order: the packed columns compared, a Python step only where they differ."
+    look = set(_differ(s.sig, ls.sig, len(ls.keys))) if ls.sig is not None else set(range(len(ls.keys)))
+    if ls.newest_ns >= clean: look.update(i for i, st in enumerate(ls.stats) if st.st_mtime_ns >= clean) # racy ones
     a, files, known = array('q', s.sig), [], {}
-    for i, (rel, full, st, size, mt, ino) in enumerate(zip(ls.keys, ls.fulls, ls.stats, a[0::3], a[1::3], a[2::3])):
-        if mt != st.st_mtime_ns or size != st.st_size or ino != st.st_ino or mt >= clean:
-            files.append((rel, full, st)); known[rel] = Known(s.ids[i], size, mt, ino)
+    for i in sorted(look):
+        rel = ls.keys[i]; files.append((rel, ls.fulls[i], ls.stats[i])); known[rel] = Known(s.ids[i], *a[3*i:3*i+3])
     return files, known, len(ls.keys) - len(files)
 
 def narrow(ls:Listing, s:Snapshot, since_ns:int|None) -> tuple[list, dict, int]:
