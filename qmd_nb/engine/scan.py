@@ -17,6 +17,7 @@ from .catalog import Known, doc_index, listing_stamp, new_listing_token
 from .convert import KINDS
 from .fields import doc_stream
 from .discover import Listing
+from .errors import DiskFull
 
 # %% auto #0
 __all__ = ['RACY_NS', 'SNAPSHOT', 'doc_meta', 'prepare_doc', 'read_inside', 'UpdateStats', 'stat_unchanged', 'racy', 'Snapshot',
@@ -112,12 +113,16 @@ def load_snapshots(store:Store) -> dict[str, Snapshot]:
 
 def save_snapshots(store:Store, snaps:dict[str, Snapshot]):
     "Save snapshots under a new stamp (best effort: a snapshot that cannot be written is merely stale)."
-    data, path = marshal.dumps((new_listing_token(store), {n: tuple(s) for n, s in snaps.items()})), store.paths.db.with_name(SNAPSHOT)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=SNAPSHOT + '.', suffix='.tmp')
+    try: stamp = new_listing_token(store)
+    except DiskFull: return # the stamp moved with the update's writes: the old file no longer matches
+    data, path = marshal.dumps((stamp, {n: tuple(s) for n, s in snaps.items()})), store.paths.db.with_name(SNAPSHOT)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=SNAPSHOT + '.', suffix='.tmp')
         with os.fdopen(fd, 'wb') as f: f.write(data)
         os.replace(tmp, path)
-    except OSError: os.unlink(tmp) if os.path.exists(tmp) else None # e.g. a full disk: the next update reads the catalog
+    except OSError: # e.g. a full disk: the next update reads the catalog
+        if tmp and os.path.exists(tmp): os.unlink(tmp)
 
 def snapshot_of(known:dict, # path -> `Known`: the catalog's rows of a collection
                 keys:list # the walk's order
