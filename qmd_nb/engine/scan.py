@@ -118,6 +118,7 @@ def save_snapshots(store:Store, snaps:dict[str, Snapshot]):
     data, path = marshal.dumps((stamp, {n: tuple(s) for n, s in snaps.items()})), store.paths.db.with_name(SNAPSHOT)
     tmp = None
     try:
+        for f in path.parent.glob(SNAPSHOT + '.*.tmp'): f.unlink() # left by a writer killed mid-way (writers hold the write lock)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=SNAPSHOT + '.', suffix='.tmp')
         with os.fdopen(fd, 'wb') as f: f.write(data)
         os.replace(tmp, path)
