@@ -309,8 +309,8 @@ def main():
             vec = size in a.watch_vectors.split(',')
             if vec: synthetic_vectors(env)
             r.pop('watch_vector_s', None); r.update(watch_figures(folder, env, a.saves, vec))
-        stamp = dict(at=time.strftime('%Y-%m-%d %H:%M'), load=round(os.getloadavg()[0], 1), commit=_commit())
-        r['measured'] = {**r.get('measured', {}), **{ph: stamp for ph in phases}}
+        stamp, was = dict(at=time.strftime('%Y-%m-%d %H:%M'), load=round(os.getloadavg()[0], 1), commit=_commit()), r.get('measured', {})
+        r['measured'] = {**was, **{ph: stamp for ph in phases}, 'first_index': stamp if 'process' in phases and fresh else was.get('first_index', was.get('process'))}
         results.setdefault('sizes', {})[size] = r
         a.out.write_text(json.dumps(results, indent=1), encoding='utf-8')
         print(f"  {json.dumps(r)}", file=sys.stderr, flush=True)
