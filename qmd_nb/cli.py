@@ -1,4 +1,4 @@
-"""The `qmd-nb` commands: each calls the engine and prints the answer (`qmd_nb.parser` parses the arguments).
+"""The `qmd-nb` commands: each calls the engine and prints its answer (`qmd_nb.parser` parses).
 
 Docs: https://qmd-nb.github.io/qmd-nb/cli.html.md"""
 

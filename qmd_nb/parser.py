@@ -28,7 +28,7 @@ def _score(s):
 def _sub(sp, name, func, help, **kw):
     p = sp.add_parser(name, help=help, description=help, **kw); p.set_defaults(func=func); return p
 
-RESULT_FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files') # as qmd_nb.engine.format.FORMATS (not imported: parsing stays light)
+RESULT_FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files') # as qmd_nb.engine.format.RESULT_FORMATS (not imported: parsing stays light; a test compares them)
 
 def _format_args(p, choices:tuple=('cli', 'json')):
     "`--format` and its alias `--json`: every command that prints results or data takes both."
@@ -39,7 +39,7 @@ def _format_args(p, choices:tuple=('cli', 'json')):
 def _collection_parsers(sp):
     c = _sub(sp, 'collection', cmd_collection, 'Manage collections (folders that are indexed)')
     cs = c.add_subparsers(dest='action', required=True, metavar='ACTION')
-    from qmd_nb.engine.config import DEFAULT_MASK
+    from qmd_nb.engine.convert import DEFAULT_MASK
     p = _format_args(cs.add_parser('add', help='Add a folder and index it')); p.add_argument('path')
     p.add_argument('--name', help="collection name (default: the folder's name)")
     p.add_argument('--mask', default=DEFAULT_MASK, help=f"glob(s), comma-separated (default: {DEFAULT_MASK}, every kind qmd-nb reads)")
@@ -78,7 +78,7 @@ def _search_parsers(sp):
     p.add_argument('-l', '--max-lines', type=_positive_int); p.add_argument('--line-numbers', action='store_true'); _format_args(p)
     _format_args(_sub(sp, 'status', cmd_status, 'Show documents, collections, embedding backlog and index size'))
     p = _sub(sp, 'eval', cmd_eval, 'Evaluate ranking on a BEIR-format folder, or known-item search on this index')
-    p.add_argument('dir', nargs='?', help='a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv)')
+    p.add_argument('dir', nargs='?', help='a BEIR folder (corpus.jsonl or corpus.jsonl.gz, queries.jsonl, qrels.tsv)')
     p.add_argument('--known-item', metavar='FILE', help='TSV of query<TAB>page lines, run on this index: MRR@10, Hit@1, Hit@10, p50')
     p.add_argument('--mode', choices=('search', 'vsearch', 'query'), default='search')
     p.add_argument('--no-rerank', action='store_true', help='query mode: skip the reranker')
@@ -177,7 +177,8 @@ def _vector_parsers(sp):
             p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
 
 def _ingest_parsers(sp):
-    p = _sub(sp, 'ingest', cmd_ingest, 'Add one file (md, txt, pdf, docx, html) or http(s) URL to a library, without scanning a folder')
+    from qmd_nb.engine.convert import FORMATS # the kinds it reads
+    p = _sub(sp, 'ingest', cmd_ingest, f"Add one file ({', '.join(FORMATS)}) or http(s) URL to a library, without scanning a folder")
     p.add_argument('source', metavar='PATH|URL'); p.add_argument('--library', default='default', help='library (collection) to add it to (default: default)')
     p.add_argument('--metadata', metavar='JSON', help='metadata to keep with it, a JSON object (e.g. \'{"labels": ["ops"]}\')')
     _format_args(p)

@@ -6,7 +6,7 @@ Chromium is Debian's (`tools/setup.sh` installs it with apt-get), driven by play
 the widget JavaScript comes from the cache `tools/widget_js.sh` fills. A screenshot of each page is kept under
 build/artifacts/ (the paths are printed). QMD_NB_NO_BROWSER=1 skips the browser tests.
 """
-import functools, http.server, json, os, re, shutil, subprocess, sys, threading
+import functools, gzip, http.server, json, os, re, shutil, subprocess, sys, threading
 from pathlib import Path
 import pytest, yaml
 
@@ -28,6 +28,15 @@ def test_sidebar_lists_every_notebook():
     assert flat[0] == 'index.ipynb' and all((NBS/p).exists() for p in flat)
     assert 'tutorials/ranking.ipynb' in flat or not (NBS/'tutorials'/'ranking.ipynb').exists()
 
+def test_every_page_opens_with_a_title_and_a_one_line_subtitle():
+    "Each notebook starts `# Title` then one `> summary` line of at most 100 characters (the page's subtitle, the module's docstring)."
+    bad = []
+    for nb in sorted(p for p in NBS.rglob('*.ipynb') if not any(x.startswith(('_', '.')) for x in p.relative_to(NBS).parts)):
+        lines = ''.join(json.loads(nb.read_text(encoding='utf-8'))['cells'][0]['source']).split('\n')
+        subs = [l for l in lines if l.startswith('>')]
+        if not lines[0].startswith('# ') or len(subs) != 1 or len(subs[0]) > 100: bad.append((str(nb.relative_to(NBS)), subs))
+    assert bad == []
+
 def test_quarto_configuration():
     q = yaml.safe_load((NBS/'_quarto.yml').read_text(encoding='utf-8'))
     assert q['project']['type'] == 'website'
@@ -47,12 +56,13 @@ def test_readme_is_the_index_notebook():
 
 def test_own_docs_eval_set():
     run(EVAL/'build_corpus.py', '--check')
-    ids = {json.loads(l)['_id'] for l in (EVAL/'corpus.jsonl').read_text(encoding='utf-8').splitlines()}
+    assert not (EVAL/'corpus.jsonl').exists() # stored compressed: corpus.jsonl.gz, which `qmd-nb eval` reads as it is
+    ids = {json.loads(l)['_id'] for l in gzip.decompress((EVAL/'corpus.jsonl.gz').read_bytes()).decode('utf-8').splitlines()}
     queries = {json.loads(l)['_id'] for l in (EVAL/'queries.jsonl').read_text(encoding='utf-8').splitlines()}
     qrels = [l.split('\t') for l in (EVAL/'qrels.tsv').read_text(encoding='utf-8').splitlines()[1:]]
     assert 30 <= len(queries) <= 60 and {q for q, _, _ in qrels} == queries
     assert {d for _, d, _ in qrels} <= ids
-    assert (EVAL/'corpus.jsonl').stat().st_size < 1_000_000
+    assert (EVAL/'corpus.jsonl.gz').stat().st_size < 1_000_000
 
 # ---- rendered pages in a browser
 

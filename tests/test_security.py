@@ -50,6 +50,15 @@ def attack(world, plan:list) -> list:
     return json.loads(r.stdout)
 
 # -- the world: an index with a public and a private collection, tokens, three servers ---------------------------------
+SERVERS = {'qmd': ('qmd', 'recall', 'ldims'), 'vectordb': ('vectordb',), 'mdq': ('mdq',)} # servers of the profiles that can share one
+
+def served() -> dict:
+    "server -> its profiles: `SERVERS`, and every other profile of the registry on a server of its own, so a new one is probed too."
+    from qmd_nb.profiles.registry import PROFILES
+    grouped = [p for ps in SERVERS.values() for p in ps]
+    assert set(grouped) <= set(PROFILES), set(grouped) - set(PROFILES)
+    return {**SERVERS, **{p: (p,) for p in PROFILES if p not in grouped}}
+
 TOKEN_KINDS = ('read', 'write', 'admin', 'read-pub', 'write-pub', 'admin-pub', 'none', 'garbage', 'expired', 'revoked')
 LIMITED = ['pub', 'publib', 'pubx', 'pubx2'] # what the -pub tokens may see
 
@@ -101,8 +110,8 @@ def world(tmp_path_factory):
     st = Store(env={'QMD_NB_HOME': str(base/'home')})
     assert submit_experience(Recall(st), title=f"rsync plans {MARK['exp']}", problem_description='rsync fails', solution='retry').success
     st.close()
-    servers = {name: _serve(qmd, '--tools', tools, '--allow-path', allowed, '--allowed-origins', 'https://app.example')
-               for name, tools in (('qmd', 'qmd,recall,ldims'), ('vectordb', 'vectordb'), ('mdq', 'mdq'))}
+    servers = {name: _serve(qmd, '--tools', ','.join(profiles), '--allow-path', allowed, '--allowed-origins', 'https://app.example')
+               for name, profiles in served().items()}
     box = Path(tempfile.mkdtemp(prefix='qmd-nb-attacker-')); box.chmod(0o755)
     (box/'attacker.py').write_text(ATTACKER, encoding='utf-8'); (box/'attacker.py').chmod(0o644)
     w = dict(qmd=qmd, base=base, home=base/'home', pub=pub, vault=vault, allowed=allowed, srv=srv, tok=tok, box=box,
@@ -264,10 +273,39 @@ def mcp_probes(w) -> dict:
                 ('read_page-abs', call('read_page', {'path': str(w['vault']/f"{MARK['file']}.md")}), 'read', False)],
     }
 
+def sample_args(tool) -> dict:
+    "Arguments for a tool no probe above names: each required one, a plain value of its type."
+    plain = {int: 1, 'integer': 1, float: 1.0, 'number': 1.0, bool: True, 'boolean': True, dict: {}, 'object': {}, list: [], 'array': []}
+    return {p.name: plain.get(p.schema.get('type') if p.type is None else p.type, 'rsync plans') for p in tool.params if p.required or p.soft}
+
+def every_tool_probed(w) -> dict:
+    """`mcp_probes`, with a call of every tool of every served profile (`registry.PROFILES`) that it does not name: a tool
+    added later is probed with every kind of token, for the scope `engine.auth.OPERATIONS` gives it."""
+    from qmd_nb.profiles.registry import get_profile
+    from qmd_nb.engine.auth import OPERATIONS, WHOLE_INDEX
+    out = mcp_probes(w)
+    for server, profiles in served().items():
+        probes = out.setdefault(server, [('tools/list', ('tools/list', {}), 'read', False)])
+        named = {m[1]['name']: (scope, whole) for _, m, scope, whole in probes if m[0] == 'tools/call'}
+        for prof in profiles:
+            for tool in get_profile(prof).tools:
+                op = f'{prof}.{tool.name}'
+                if tool.name in named: assert named[tool.name] == (OPERATIONS[op], op in WHOLE_INDEX), (op, named[tool.name]) # as the gate has it
+                else: probes.append((tool.name, call(tool.name, sample_args(tool)), OPERATIONS[op], op in WHOLE_INDEX))
+    return out
+
+def test_every_tool_is_probed(world):
+    "The probes cover every tool of every profile of the registry, on the server that serves it."
+    from qmd_nb.profiles.registry import profile_tools, PROFILES
+    probes = every_tool_probed(world)
+    called = {(server, m[1]['name']) for server, ps in probes.items() for _, m, _, _ in ps if m[0] == 'tools/call'}
+    assert {(server, t) for server, profiles in served().items() for p in profiles for t in profile_tools(p)} <= called
+    assert sorted(p for ps in served().values() for p in ps) == sorted(PROFILES)
+
 def test_mcp_tools_resources_prompts_of_every_profile(world):
     w, t = world, Tally('MCP messages x profiles x tokens')
     plan, meta = [], []
-    for server, probes in mcp_probes(w).items():
+    for server, probes in every_tool_probed(w).items():
         for kind in TOKEN_KINDS:
             plan.append(dict(kind='mcp', port=w['ports'][server], token=w['tok'][kind], messages=[m for _, m, _, _ in probes]))
             meta.append((server, kind, [('initialize', None, 'read', False), *probes]))

@@ -423,7 +423,7 @@ def test_every_served_tool_has_an_operation():
     "Finding 14: a tool missing from the scope table passed as the generic 'mcp' operation, which any token may do; every tool of every profile maps to one, and the door refuses to start otherwise."
     t = Tally("14. tools in the scope table")
     from qmd_nb.engine.auth import OPERATIONS
-    from qmd_nb.serve.mcp import PROFILES, profile_tools
+    from qmd_nb.profiles.registry import PROFILES, profile_tools
     for prof in PROFILES:
         for tool in profile_tools(prof): t.check(f'{prof}.{tool}', f'{prof}.{tool}' in OPERATIONS, True)
     t.done()

@@ -54,6 +54,19 @@ def run_docs_cells(nbs:Path):
     os.environ['PYTHONWARNINGS'] = 'ignore::UserWarning' # nbdev's note on cells mixing imports and code, once per such cell, in each worker
     proc_nbs(str(nbs), force=True)
 
+def run_checked(nbs:Path) -> int:
+    """`run_docs_cells` in a child process whose stderr is shown and read: a traceback there (a thread an example cell
+    started, running on after the cells that stop it were skipped) fails the check too, though nbdev-docs goes on."""
+    import subprocess
+    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import check_docs_exec as c; c.run_docs_cells(c.Path({str(nbs)!r}))"
+    r = subprocess.run([sys.executable, '-c', code], stderr=subprocess.PIPE, text=True, encoding='utf-8', errors='replace')
+    sys.stderr.write(r.stderr)
+    if r.returncode: return r.returncode
+    if 'Traceback (most recent call last)' in r.stderr:
+        print("FAIL: a traceback was printed while nbdev-docs' cells ran (above): a cell it runs started something that failed", file=sys.stderr)
+        return 1
+    return 0
+
 if __name__ == '__main__':
     nbs = Path(__file__).resolve().parents[1]/'nbs'
     args = [a for a in sys.argv[1:] if a != '--run']
@@ -62,5 +75,5 @@ if __name__ == '__main__':
     print('\n'.join(found) or f"{len(files)} notebooks: nbdev-docs runs the same cells cleanly (no import cell reads what it skips)")
     if found: sys.exit(1)
     if '--run' in sys.argv:
-        run_docs_cells(nbs)
+        if rc := run_checked(nbs): sys.exit(rc)
         print(f"nbdev-docs' cells ran in every notebook (into {nbs.parent/'_proc'})")

@@ -1,17 +1,19 @@
-"""Rebuild corpus.jsonl of the own-docs evaluation set from the notebooks in nbs/.
+"""Rebuild corpus.jsonl.gz of the own-docs evaluation set from the notebooks in nbs/.
 
 Each module notebook is cut at its `## ` headings: one document per section (the text before the first heading is
 the notebook's own document). A document is the section's markdown and the source of its shown code cells
 (`#| hide` cells, which hold edge-case tests, and directive lines are left out; outputs too). Ids are
 `NOTEBOOK#section-slug` (`NOTEBOOK` alone for the text before the first heading), titles `Notebook title: Section`.
 index.ipynb and tutorials/ are left out: they retell the modules, which would make every known item ambiguous.
+The corpus is stored gzip-compressed (a BEIR folder may hold `corpus.jsonl.gz`; `qmd-nb eval` reads either), written
+without a time stamp so that the same notebooks give the same bytes.
 
-    python examples/own-docs-eval/build_corpus.py            # rewrite corpus.jsonl
+    python examples/own-docs-eval/build_corpus.py            # rewrite corpus.jsonl.gz
     python examples/own-docs-eval/build_corpus.py --check    # fail when qrels.tsv names an id the notebooks lost
 
 queries.jsonl and qrels.tsv are written by hand: each query is what someone who half-remembers one section would type.
 """
-import json, re, sys
+import gzip, json, re, sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -70,5 +72,6 @@ if __name__ == '__main__':
         if missing: sys.exit(f"qrels.tsv names sections the notebooks no longer have: {', '.join(missing)}")
         print(f"{len(docs)} sections; every judged section is still there")
     else:
-        (HERE/'corpus.jsonl').write_text(''.join(json.dumps(d, ensure_ascii=False) + '\n' for d in docs), encoding='utf-8')
-        print(f"{len(docs)} sections, {sum(len(d['text']) for d in docs):,} characters -> {HERE/'corpus.jsonl'}")
+        data = ''.join(json.dumps(d, ensure_ascii=False) + '\n' for d in docs).encode('utf-8')
+        (HERE/'corpus.jsonl.gz').write_bytes(gzip.compress(data, 9, mtime=0))
+        print(f"{len(docs)} sections, {sum(len(d['text']) for d in docs):,} characters -> {HERE/'corpus.jsonl.gz'} ({len(data):,} bytes before compression)")

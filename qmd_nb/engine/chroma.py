@@ -1,4 +1,4 @@
-"""Where the vectors live: one Chroma collection per embedding fingerprint, embedded or on a Chroma server.
+"""Where vectors live: one Chroma collection per embedding fingerprint, embedded or on a server.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/chroma.html.md"""
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from .errors import QmdError, UsageError
 
 # %% auto #0
-__all__ = ['MAX_PATH', 'DEFAULT_MASK', 'base_dirs', 'check_name', 'check_path_text', 'IndexPaths', 'index_paths', 'private_dir',
-           'private_file', 'Collection', 'norm_context_path', 'contexts_for', 'Config', 'atomic_write']
+__all__ = ['MAX_PATH', 'base_dirs', 'check_name', 'check_path_text', 'IndexPaths', 'index_paths', 'private_dir', 'private_file',
+           'default_mask', 'Collection', 'norm_context_path', 'contexts_for', 'Config', 'atomic_write', 'setting']
 
 # %% ../../nbs/engine/00a_config.ipynb #7ef83019
 def base_dirs(env=None # environment to read (default `os.environ`)
@@ -90,14 +90,17 @@ def private_file(path:Path # a file to create (or narrow) with mode 0600
     return path
 
 # %% ../../nbs/engine/00a_config.ipynb #8a6dd7eb
-DEFAULT_MASK = '**/*.{md,markdown,txt,text,pdf,docx,html,htm,xhtml}' # every kind qmd-nb reads (`qmd_nb.engine.convert.KINDS`)
+def default_mask() -> str:
+    "The glob of every kind qmd-nb reads: `qmd_nb.engine.convert.DEFAULT_MASK`, derived from its `FORMATS`."
+    from qmd_nb.engine.convert import DEFAULT_MASK # when a collection is made: config comes first in the import order
+    return DEFAULT_MASK
 
 @dataclass
 class Collection:
     "A folder indexed under a name."
     name: str # name used in paths (`name/relative/path.md`) and filters
     path: str # absolute folder on disk
-    mask: str = DEFAULT_MASK # glob(s) relative to `path`, comma-separated for a union
+    mask: str = field(default_factory=default_mask) # glob(s) relative to `path`, comma-separated for a union
     description: str = '' # what the collection holds, in a sentence (shown to agents)
     @property
     def masks(self) -> list[str]: return [m.strip() for m in re.split(r',(?![^{]*\})', self.mask) if m.strip()] # commas inside {a,b} stay
@@ -160,3 +163,12 @@ def atomic_write(path:Path, text:str):
     except BaseException:
         if os.path.exists(tmp): os.unlink(tmp)
         raise
+
+# %% ../../nbs/engine/00a_config.ipynb #b7c1e0a2
+def setting(settings:dict, # the index's settings (`Config.settings`)
+            key:str, # e.g. 'rerank_url'
+            env:dict|None=None # environment to read (default `os.environ`)
+           ) -> str|None:
+    "A backend's setting: `QMD_NB_{KEY}` from the environment, else `key` of the settings."
+    env = os.environ if env is None else env
+    return env.get(f'QMD_NB_{key.upper()}') or settings.get(key)

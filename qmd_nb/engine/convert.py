@@ -12,9 +12,10 @@ from pathlib import Path, PurePath
 from .errors import QmdError
 
 # %% auto #0
-__all__ = ['FORMATS', 'KINDS', 'CONVERTED', 'CONVERTIBLE', 'CONTENT_TYPES', 'CONVERTER_VERSION', 'ConversionError', 'kind_of',
-           'decode_text', 'Converted', 'page_of', 'iso_date', 'utc_iso', 'pdf_to_markdown', 'docx_to_markdown',
-           'html_charset', 'html_to_markdown', 'convert_bytes', 'convert_file', 'Converter', 'convert_many']
+__all__ = ['FORMATS', 'KINDS', 'CONVERTED', 'CONVERTIBLE', 'CONTENT_TYPES', 'DEFAULT_MASK', 'CONVERTER_VERSION',
+           'ConversionError', 'kind_of', 'decode_text', 'Converted', 'page_of', 'iso_date', 'utc_iso',
+           'pdf_to_markdown', 'docx_to_markdown', 'html_charset', 'html_to_markdown', 'convert_bytes', 'convert_file',
+           'Converter', 'convert_many']
 
 # %% ../../nbs/engine/02a_convert.ipynb #63474089
 FORMATS = dict( # kind -> (extensions, MIME types, converter name: a function of this module taking (data, charset), None: text)
@@ -27,6 +28,7 @@ KINDS = {e: k for k, (exts, _, _) in FORMATS.items() for e in exts} # extension 
 CONVERTED = tuple(k for k, (_, _, conv) in FORMATS.items() if conv) # kinds converted to markdown (the others are text)
 CONVERTIBLE = tuple(e for e, k in KINDS.items() if k in CONVERTED) # their extensions
 CONTENT_TYPES = {m: k for k, (_, mimes, _) in FORMATS.items() for m in mimes} # what a web server's Content-Type says
+DEFAULT_MASK = '**/*.{' + ','.join(e[1:] for e in KINDS) + '}' # a collection's default mask: every kind, and only those
 CONVERTER_VERSION = '1' # bump when conversions change, so cached ones are redone
 
 class ConversionError(QmdError):

@@ -1,4 +1,4 @@
-"""The recall profile's tables in the catalog: experiences, their vectors, read counts, a generation counter.
+"""The recall profile's tables: experiences, their vectors, read counts, a generation counter.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/experience_store.html.md"""
 

@@ -1,4 +1,4 @@
-"""Fetch a web page or file for ingestion: http(s) only, public addresses only unless the owner allows, bounded in size and time.
+"""Fetch a page or file to ingest: http(s), public addresses unless allowed, bounded size and time.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/fetch.html.md"""
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult # annotations o
 from .documents import Document, Skipped, MultiGet, Status
 
 # %% auto #0
-__all__ = ['FORMATS', 'TRUNC', 'REST_TRUNC', 'plural', 'search_summary', 'status_text', 'similar_line', 'quoteattr',
+__all__ = ['RESULT_FORMATS', 'TRUNC', 'REST_TRUNC', 'plural', 'search_summary', 'status_text', 'similar_line', 'quoteattr',
            'format_results', 'explain_text', 'doc_text', 'format_multi', 'human_bytes', 'status_cli']
 
 # %% ../../nbs/engine/08_format.ipynb #dd807bb0
@@ -38,7 +38,7 @@ def status_text(s:Status) -> str:
     return '\n'.join(lines + [f'    - {c.path} ({c.documents} docs)' for c in s.collections] + ([f'\n{s.hint}'] if s.hint else []))
 
 # %% ../../nbs/engine/08_format.ipynb #03a904d7
-FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files')
+RESULT_FORMATS = ('cli', 'json', 'csv', 'md', 'xml', 'files') # what `--format` takes (not `convert.FORMATS`, the file formats read)
 
 def similar_line(r, shown:int=3) -> str|None:
     "`+N similar: a, b, c, …` for a result with near-copies folded under it (None without)."
@@ -76,14 +76,14 @@ def _xml(results, query):
     return '\n'.join([f'<results query={quoteattr(query)}>'] + items + ['</results>'])
 
 def format_results(results:list[SearchResult], query:str, fmt:str='cli') -> str:
-    "Search results in one of `FORMATS`."
+    "Search results in one of `RESULT_FORMATS`."
     if fmt == 'cli': return _cli(results, query)
     if fmt == 'json': return json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False)
     if fmt == 'csv': return _csv(results)
     if fmt == 'md': return _md(results, query)
     if fmt == 'xml': return _xml(results, query)
     if fmt == 'files': return '\n'.join(r.file for r in results)
-    raise ValueError(f"Unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
+    raise ValueError(f"Unknown format {fmt!r}: choose from {', '.join(RESULT_FORMATS)}")
 
 # %% ../../nbs/engine/08_format.ipynb #38f12538
 def _keyword_story(e:dict) -> list[str]:

@@ -21,13 +21,13 @@ from .chroma import VectorStore
 from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, minmax
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
 from .filter import Filter, parse_filter, sort_hits
-from .rerank import candidates, EmbedReranker, CrossEncoderReranker, HTTPReranker, CachedReranker, warm_windows
+from .config import setting
+from .rerank import candidates, RERANKERS, get_reranker, warm_windows
 
 # %% auto #0
-__all__ = ['QueryParams', 'get_expander', 'get_reranker', 'QueryHit', 'list_weight', 'run_list', 'strong_probe',
-           'wants_expansion', 'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'rerank_order', 'rescore',
-           'evidenced', 'explain_hit', 'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'hybrid_hits',
-           'query', 'warm_reranker']
+__all__ = ['QueryParams', 'get_expander', 'QueryHit', 'list_weight', 'run_list', 'strong_probe', 'wants_expansion',
+           'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'rerank_order', 'rescore', 'evidenced', 'explain_hit',
+           'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'hybrid_hits', 'query', 'warm_reranker']
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #75093a6d
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class QueryParams:
     rrf_k: float = 60.0
     bonus_first: float = 0.05 # RRF bonus for a first place in any list
     bonus_top3: float = 0.02 # RRF bonus for a second or third place
-    rerank: str = 'embed' # 'embed' (best sentence window), 'cross-encoder', 'http' or 'none'
+    rerank: str = 'embed' # a name of `rerank.RERANKERS`: 'embed' (best sentence window), 'cross-encoder', 'http'; or 'none'
     rerank_top: int = 40 # fused candidates re-scored
     rerank_window: int = 1 # sentences per window for the 'embed' reranker
     rerank_title: bool = False # prefix windows with the title
@@ -83,39 +83,18 @@ class QueryParams:
         p = replace(self, **conv)
         if p.fusion not in FUSIONS: raise UsageError(f"fusion must be {' or '.join(FUSIONS)} (got {p.fusion!r})")
         if p.expansion not in ('prf', 'chat', 'none'): raise UsageError(f"expansion must be prf, chat or none (got {p.expansion!r})")
-        if p.rerank not in ('embed', 'cross-encoder', 'http', 'none'): raise UsageError(f"rerank must be embed, cross-encoder, http or none (got {p.rerank!r})")
+        if p.rerank not in (*RERANKERS, 'none'): raise UsageError(f"rerank must be {', '.join(RERANKERS)} or none (got {p.rerank!r})")
         return p
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #12d978d5
-def _setting(store, env, key):
-    import os
-    env = os.environ if env is None else env
-    return env.get(f'QMD_NB_{key.upper()}') or store.config.settings.get(key)
-
 def get_expander(store:Store, env:dict|None=None) -> ChatExpander:
     "The chat expander the settings name (`expand_url`), or a clear error when none is set."
-    url = _setting(store, env, 'expand_url')
+    url = setting(store.config.settings, 'expand_url', env)
     if not url: raise UsageError("expansion=chat needs an endpoint: set expand_url (or QMD_NB_EXPAND_URL)")
     key = ('expander', url)
     if key not in store.cache:
-        store.cache[key] = ChatExpander(url, _setting(store, env, 'expand_model') or 'default', _setting(store, env, 'expand_api_key'))
-    return store.cache[key]
-
-def get_reranker(store:Store, embedder, kind:str, window:int=1, with_title:bool=False, env:dict|None=None):
-    "The reranker of this kind, wrapped in a score cache and kept on the store."
-    key = ('reranker', kind, embedder.fingerprint if embedder else '', window, with_title)
-    if key in store.cache: return store.cache[key]
-    if kind == 'embed': r = EmbedReranker(store, embedder, window, with_title)
-    elif kind == 'cross-encoder':
-        folder = _setting(store, env, 'rerank_model')
-        if not folder: raise UsageError("rerank=cross-encoder needs a local model folder: set rerank_model (or QMD_NB_RERANK_MODEL)")
-        r = CrossEncoderReranker(folder)
-    elif kind == 'http':
-        url = _setting(store, env, 'rerank_url')
-        if not url: raise UsageError("rerank=http needs an endpoint: set rerank_url (or QMD_NB_RERANK_URL)")
-        r = HTTPReranker(url, _setting(store, env, 'rerank_model_name') or 'default', _setting(store, env, 'rerank_api_key'))
-    else: raise UsageError(f"Unknown reranker {kind!r}")
-    store.cache[key] = CachedReranker(r)
+        s = lambda k: setting(store.config.settings, k, env)
+        store.cache[key] = ChatExpander(url, s('expand_model') or 'default', s('expand_api_key'))
     return store.cache[key]
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #e21b2d64

@@ -9,12 +9,12 @@ from __future__ import annotations
 import errno, hashlib, os, re, shutil, stat, time
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from .config import Collection, DEFAULT_MASK, check_name, check_path_text, norm_context_path, atomic_write
+from .config import Collection, check_name, check_path_text, norm_context_path, atomic_write
 from .errors import UsageError, NotFound, QmdError, DiskFull, disk_full
 from .text import Analyzer, doc_title
 from .store import Store, DocRow, generation, get_collection, check_allowed
 from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, rename_in_catalog, cached_conversion, cache_conversions, library_files
-from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED
+from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED, DEFAULT_MASK
 from .progress import progress_bar
 from .discover import glob_re, mask_match, discover, listing
 from .scan import doc_meta, prepare_doc, read_inside, UpdateStats, stat_unchanged, racy, RACY_NS, load_snapshots, save_snapshots, unchanged_since, narrow, snapshot_after

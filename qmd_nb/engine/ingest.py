@@ -15,7 +15,7 @@ from .config import Collection, check_name, check_path_text, private_dir
 from .errors import QmdError, UsageError, NotFound, Busy
 from .store import Store, DocRow, generation, now_iso, check_allowed
 from .catalog import put_docs, remove_docs, drop_orphans, add_problem, cached_conversion, cache_conversions, docs_by_ids
-from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS
+from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED
 from .text import Analyzer
 from .scan import prepare_doc, doc_meta
 from .keyword import refresh
@@ -127,7 +127,7 @@ def _free_path(store, library, name) -> str:
 # %% ../../nbs/engine/05a_ingest.ipynb #ebef2f18
 def convert_cached(store:Store, data:bytes, kind:str, hash:str, name:str='', charset:str|None=None) -> Converted:
     "The conversion of `data`, from the cache when this content was converted before (failures included)."
-    if kind in ('md', 'txt'): return convert_bytes(data, kind, name)
+    if kind not in CONVERTED: return convert_bytes(data, kind, name) # text kinds: read as they are
     if (hit := cached_conversion(store, hash, CONVERTER_VERSION)) is not None:
         if hit[2]: raise ConversionError(hit[2])
         return Converted(hit[0], hit[1], kind)
@@ -202,9 +202,9 @@ def _write(store, library, src, path, data, h, conv, metadata, plan=(None, None)
     os.replace(tmp, f)
     st = f.stat()
     nd = prepare_doc(library, path, conv.text, h, Analyzer(), st.st_size, st.st_mtime, meta=doc_meta(conv.meta, src, metadata),
-                     front_matter=conv.kind in ('md', 'txt'))
+                     front_matter=conv.kind not in CONVERTED)
     put_docs(store, [nd])
-    if conv.kind not in ('md', 'txt'): cache_conversions(store, [(h, conv.meta, None)], CONVERTER_VERSION)
+    if conv.kind in CONVERTED: cache_conversions(store, [(h, conv.meta, None)], CONVERTER_VERSION)
     return nd
 
 def _drop_file(store, library, path):

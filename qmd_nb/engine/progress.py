@@ -1,4 +1,4 @@
-"""Progress bars for long work: tqdm on a terminal, a widget in Jupyter, nothing when nobody would see it.
+"""Progress bars for long work: tqdm on a terminal, a widget in Jupyter, none when nobody sees them.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/progress.html.md"""
 

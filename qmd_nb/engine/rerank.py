@@ -10,14 +10,16 @@ import re, sqlite3, threading
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
-from .errors import QmdError
+from .errors import QmdError, UsageError
+from .config import setting
 from .store import Store, doc_row, DOC_COLS
 from .catalog import doc_bodies
 from .expand import post_json
 
 # %% auto #0
-__all__ = ['WINDOW_SCHEMA', 'Candidate', 'candidates', 'sentences', 'windows', 'window_fp', 'window_vectors', 'EmbedReranker',
-           'CrossEncoderReranker', 'HTTPReranker', 'CachedReranker', 'docs_without_windows', 'warm_windows']
+__all__ = ['WINDOW_SCHEMA', 'RERANKERS', 'Candidate', 'candidates', 'sentences', 'windows', 'window_fp', 'window_vectors',
+           'EmbedReranker', 'CrossEncoderReranker', 'HTTPReranker', 'CachedReranker', 'embed_reranker',
+           'cross_encoder_reranker', 'http_reranker', 'get_reranker', 'docs_without_windows', 'warm_windows']
 
 # %% ../../nbs/engine/11b_rerank.ipynb #4eb1c6bb
 @dataclass
@@ -139,6 +141,34 @@ class CachedReranker:
                 for h, s in new.items(): self._c[(query, h)] = s
                 while len(self._c) > self.size: self._c.popitem(last=False)
         with self._lock: return [self._c[(query, c.hash)] for c in cands]
+
+# %% ../../nbs/engine/11b_rerank.ipynb #c3e0a102
+def embed_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None) -> EmbedReranker:
+    "The default: the embedding model on each candidate's best window of `window` sentences."
+    return EmbedReranker(store, embedder, window, with_title)
+
+def cross_encoder_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None) -> CrossEncoderReranker:
+    "The CrossEncoder in the folder the `rerank_model` setting names."
+    folder = setting(store.config.settings, 'rerank_model', env)
+    if not folder: raise UsageError("rerank=cross-encoder needs a local model folder: set rerank_model (or QMD_NB_RERANK_MODEL)")
+    return CrossEncoderReranker(folder)
+
+def http_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None) -> HTTPReranker:
+    "The endpoint the `rerank_url` setting names (with `rerank_model_name` and `rerank_api_key`)."
+    s = lambda key: setting(store.config.settings, key, env)
+    if not s('rerank_url'): raise UsageError("rerank=http needs an endpoint: set rerank_url (or QMD_NB_RERANK_URL)")
+    return HTTPReranker(s('rerank_url'), s('rerank_model_name') or 'default', s('rerank_api_key'))
+
+RERANKERS = {'embed': embed_reranker, 'cross-encoder': cross_encoder_reranker, 'http': http_reranker} # name -> builder; `rerank` also takes 'none'
+
+def get_reranker(store:Store, embedder, kind:str, # a name of `RERANKERS`
+                 window:int=1, with_title:bool=False, env:dict|None=None):
+    "The reranker of this kind, wrapped in a score cache and kept on the store."
+    key = ('reranker', kind, embedder.fingerprint if embedder else '', window, with_title)
+    if key in store.cache: return store.cache[key]
+    if kind not in RERANKERS: raise UsageError(f"Unknown reranker {kind!r}")
+    store.cache[key] = CachedReranker(RERANKERS[kind](store, embedder, window, with_title, env))
+    return store.cache[key]
 
 # %% ../../nbs/engine/11b_rerank.ipynb #57d1586e
 def docs_without_windows(store:Store, embedder, size:int=1, with_title:bool=False, n:int=16) -> list:

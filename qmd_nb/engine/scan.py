@@ -1,4 +1,4 @@
-"""One file as an update sees it: its stat against the catalog, its bytes read safely, its document prepared.
+"""One file as an update sees it: its stat against the catalog, read safely, its document prepared.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/scan.html.md"""
 

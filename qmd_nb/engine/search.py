@@ -16,7 +16,6 @@ from .keyword import KeywordIndex, BM25Params, keyword_index
 from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups, mentions, main_first, quoted_names, title_quoters
 from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .results import Hit, MAX_LIMIT, SearchResult, check_search_args, collection_names, to_results
-from .results import term_patterns # not used here: the profiles still import it (and the result model) from search
 
 # %% auto #0
 __all__ = ['families', 'quote_matrix', 'cited_by', 'keyword_hits', 'bm25_params', 'search']

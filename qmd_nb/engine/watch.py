@@ -10,9 +10,8 @@ import os, threading, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
-from .errors import QmdError, NotFound
+from .errors import QmdError
 from .store import Store, now_iso
-from .scan import UpdateStats
 from .index import update, update_paths
 
 # %% auto #0

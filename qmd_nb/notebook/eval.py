@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/notebook/eval.html.md"""
 
 # %% ../../nbs/notebook/12_eval.ipynb #79a3a930
 from __future__ import annotations
-import hashlib, json, math, time
+import gzip, hashlib, json, math, time
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -22,7 +22,7 @@ from ..engine.vectors import vector_hits, embed
 from ..engine.hybrid import QueryParams, hybrid_hits
 
 # %% auto #0
-__all__ = ['MODES', 'ndcg_at', 'recall_at', 'mrr_at', 'hit_at', 'query_metrics', 'Beir', 'load_beir', 'corpus_store',
+__all__ = ['MODES', 'ndcg_at', 'recall_at', 'mrr_at', 'hit_at', 'query_metrics', 'Beir', 'beir_file', 'load_beir', 'corpus_store',
            'EvalReport', 'report', 'ranker', 'run_queries', 'prepare_vectors', 'evaluate', 'read_known_items',
            'known_item']
 
@@ -59,8 +59,13 @@ class Beir:
     queries: dict # id -> text, judged queries only
     qrels: dict # query id -> {doc id: relevance}
 
+def beir_file(folder:Path, name:str) -> Path:
+    "`folder/name`, or `name.gz` when only that exists (a corpus may ship gzip-compressed: `corpus.jsonl.gz`)."
+    p = folder/name
+    return p if p.is_file() or not (folder/f'{name}.gz').is_file() else folder/f'{name}.gz'
+
 def _jsonl(p:Path):
-    with open(p, encoding='utf-8') as f:
+    with (gzip.open if p.suffix == '.gz' else open)(p, 'rt', encoding='utf-8') as f:
         for n, line in enumerate(f, 1):
             if line.strip():
                 try: yield json.loads(line)
@@ -70,21 +75,21 @@ def load_beir(folder:str|Path, qrels_file:str='qrels.tsv') -> Beir:
     "Read a BEIR folder, with errors that name the missing or broken file."
     folder = Path(folder).expanduser()
     for f in ('corpus.jsonl', 'queries.jsonl', qrels_file):
-        if not (folder/f).is_file(): raise UsageError(f"Not a BEIR folder: {folder/f} is missing")
-    corpus = {str(d['_id']): (d.get('title') or '', d.get('text') or '') for d in _jsonl(folder/'corpus.jsonl')}
+        if not beir_file(folder, f).is_file(): raise UsageError(f"Not a BEIR folder: {folder/f} is missing")
+    corpus = {str(d['_id']): (d.get('title') or '', d.get('text') or '') for d in _jsonl(beir_file(folder, 'corpus.jsonl'))}
     qrels = {}
     for n, line in enumerate((folder/qrels_file).read_text(encoding='utf-8').splitlines()):
         parts = line.split('\t') if '\t' in line else line.split()
         if n == 0 and not parts[-1].lstrip('-').isdigit(): continue
         if len(parts) < 3: continue
         if int(parts[-1]) > 0: qrels.setdefault(parts[0], {})[parts[-2]] = int(parts[-1])
-    queries = {str(q['_id']): q['text'] for q in _jsonl(folder/'queries.jsonl') if str(q['_id']) in qrels}
+    queries = {str(q['_id']): q['text'] for q in _jsonl(beir_file(folder, 'queries.jsonl')) if str(q['_id']) in qrels}
     return Beir(folder, corpus, queries, {q: r for q, r in qrels.items() if q in queries})
 
 # %% ../../nbs/notebook/12_eval.ipynb #f7dd2ab8
 def corpus_store(b:Beir, env:dict|None=None) -> Store:
     "A store holding the BEIR corpus, indexed on first use."
-    st = (b.folder/'corpus.jsonl').stat()
+    st = beir_file(b.folder, 'corpus.jsonl').stat()
     key = hashlib.sha1(f'{b.folder.resolve()}|{st.st_size}|{st.st_mtime}'.encode()).hexdigest()[:12]
     store = Store(f'eval-{key}', env)
     if kv_get(store, 'beir') != key:

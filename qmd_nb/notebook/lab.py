@@ -19,13 +19,13 @@ from ..engine.results import check_search_args
 from ..engine.progress import progress_bar
 from ..engine.fusion import RankedList, Lists, fuse_arrays, zscores, minmax
 from ..engine.expand import parse_typed
-from ..engine.rerank import candidates
+from ..engine.rerank import candidates, get_reranker
 from ..engine.vectors import has_vectors
 from ..engine.keyword import BM25Params, keyword_index
 from ..engine.rank import similar_pairs, group_by_pairs, title_holders, main_first
 from ..engine.text import Analyzer
-from ..engine.hybrid import QueryParams, exact_ids, gather, fuse, fusion_params, get_reranker, list_weight, wants_expansion, rerank_order, evidenced
-from .eval import EvalReport, ndcg_at, recall_at, mrr_at, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
+from ..engine.hybrid import QueryParams, exact_ids, gather, fuse, fusion_params, list_weight, wants_expansion, rerank_order, evidenced
+from .eval import EvalReport, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
 from .frames import METRICS
 
 # %% auto #0

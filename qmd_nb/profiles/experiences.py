@@ -1,4 +1,4 @@
-"""The recall contract: agents record what they solved and find it later, ranked by relevance, use and age.
+"""The recall contract: agents record what they solved and find it later, by relevance, use and age.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/experiences.html.md"""
 
@@ -127,6 +127,7 @@ def bm25_relevance(q_terms:list[str], # analysed query terms
     top = sum(idf.values())
     return [sum(idf[t] * d[t] / (d[t] + K1 * (1 - B + B * l / avg)) for t in q if t in d) / top for d, l in zip(docs, lens)]
 
+# %% ../../nbs/profiles/26_experiences.ipynb #a9e1c010
 def norm_query_count(n:int, max_n:int) -> float:
     "A query count as 0..1 among counts up to `max_n` (log scale)."
     return math.log1p(n) / math.log1p(max_n) if max_n > 0 else 0.0

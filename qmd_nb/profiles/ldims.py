@@ -1,4 +1,4 @@
-"""The LDIMS contract: `searchDocuments` with date, type and submitter filters, and documents' extracted text.
+"""The LDIMS contract: `searchDocuments` with date, type and submitter filters; extracted text.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/ldims.html.md"""
 
@@ -47,6 +47,7 @@ def ldims_settings(env:dict|None=None, # default: os.environ
     else: log.warning("LOG_LEVEL %r unknown: using INFO", lvl)
     return out
 
+# %% ../../nbs/profiles/27_ldims.ipynb #f0a1b2c1
 def setup_logging(level:str):
     "Send the profile's log lines to stderr at `level` (stdout is the MCP channel over stdio)."
     log.setLevel(LOG_LEVELS[level])
@@ -184,7 +185,8 @@ def _context(snippet:str) -> str:
 # %% ../../nbs/profiles/27_ldims.ipynb #feadec88
 def run_search(engine, req:SearchRequest) -> tuple[list, int, str]:
     "(results, total matches, engine used) for a checked request."
-    from qmd_nb.engine.search import keyword_hits, to_results
+    from qmd_nb.engine.search import keyword_hits
+    from qmd_nb.engine.results import to_results
     from qmd_nb.engine.api import run_query, has_vectors_any
     if req.mode == 'semantic' and has_vectors_any(engine.store):
         res, _ = run_query(engine, req.query, max(req.limit, ldims_settings(settings=engine.store.config.settings).hard_limit), filter=req.filter or None)
@@ -226,7 +228,7 @@ class Processing:
 
 def _unindexed(store:Store, doc_id:str) -> str|None:
     "`collection/path` of a collection file not in the index yet whose id is `doc_id`."
-    from qmd_nb.engine.index import discover
+    from qmd_nb.engine.discover import discover
     for c in store.config.collections.values():
         for rel, _, _ in discover(c.path, c.masks):
             if document_id(c.name, rel) == doc_id: return f'{c.name}/{rel}'
@@ -285,6 +287,7 @@ def ldims_state(engine) -> Ldims:
     s = ldims_settings(settings=engine.store.config.settings); setup_logging(s.log_level)
     return Ldims(engine, s)
 
+# %% ../../nbs/profiles/27_ldims.ipynb #f0a1b2c3
 def _shown(v, n:int=200):
     "A value as the log shows it: a long string cut (a 1 MB query is refused, not copied into the log)."
     return v[:n] + f'… ({len(v)} characters)' if isinstance(v, str) and len(v) > n else v
@@ -298,6 +301,7 @@ def search_tool(ld:Ldims, query=None, maxResults=5, filters=None) -> SearchAnswe
                                        a.errorCode if err else f'{len(a.results)} of {a.totalMatches}', (time.perf_counter() - t) * 1000)
     return a
 
+# %% ../../nbs/profiles/27_ldims.ipynb #f0a1b2c5
 def timed_out(secs:float) -> LdimsError:
     "The answer to a search past the time limit."
     log.warning("searchDocuments timed out after %g s", secs)

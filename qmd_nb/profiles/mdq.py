@@ -250,9 +250,10 @@ def search(engine, query:str, # words to look for
            **filters # labels, author, created_after... sort (see FILTER_KEYS)
           ) -> SearchOutput:
     "mdq's search: ranked pages with snippets, filtered as asked."
-    from qmd_nb.engine.search import keyword_hits, to_results, MAX_LIMIT, check_search_args
+    from qmd_nb.engine.search import keyword_hits
+    from qmd_nb.engine.results import to_results, MAX_LIMIT, check_search_args
     from qmd_nb.engine.filter import sort_hits
-    from qmd_nb.engine.api import has_vectors_any
+    from qmd_nb.engine.api import run_query
     st, limit = engine.store, _check_limit(limit)
     query = check_search_args(query, 1, 0)[0]
     names = [c.name for c in _sources(st, source)] if source is not None else None
@@ -260,9 +261,7 @@ def search(engine, query:str, # words to look for
     matches = keyword_hits(st, query, MAX_LIMIT, names, filter=f)
     total = len(matches)
     if f is not None and f.sort: res = to_results(st, sort_hits(st, matches, f.sort)[:limit], query) # the matching pages, by date
-    else:
-        from qmd_nb.engine.hybrid import query as hybrid_query
-        res = hybrid_query(st, engine.embedder if has_vectors_any(st) else None, query, limit, names, filter=f)
+    else: res = run_query(engine, query, limit, collection=names, filter=f)[0] # the hybrid front door (keyword alone without vectors)
     rows = {(c, p): _doc(st, c, p) for c, p in {(r.collection, r.path) for r in res}}
     items = [SearchItem(page_id(r.path), r.title, r.path, r.collection, plain_snippet(r.snippet), **asdict(page_meta(d)))
              for r in res if (d := rows[(r.collection, r.path)])]

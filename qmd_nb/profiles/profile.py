@@ -1,4 +1,4 @@
-"""A profile is a `Profile`: a table of plain tool functions, its instructions and its start-up check.
+"""A profile is a `Profile`: a table of plain tool functions, instructions and a start-up check.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/profile.html.md"""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Optional
 from ..engine.errors import QmdError, UsageError, deadline
 from typing import TYPE_CHECKING
-if TYPE_CHECKING: from qmd_nb.engine.search import SearchResult
+if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult
 from ..engine.documents import get, multi_get, status, Document, Skipped, parse_qmd_uri, find_doc, read_doc, empty_hint, ADD_COLLECTION
 from ..engine.format import search_summary, status_text, doc_text
 from ..engine.filter import filter_help

@@ -1,4 +1,4 @@
-"""Every tool profile by name, in one dict: look one up, check a combination, join their instructions.
+"""Every tool profile by name in one dict: look one up, check a combination, join instructions.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/registry.html.md"""
 

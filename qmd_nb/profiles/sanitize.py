@@ -1,4 +1,4 @@
-"""Finding secrets a text still carries (keys, tokens, passwords), so shared experiences never leak them.
+"""Find secrets a text still carries (keys, tokens, passwords), so shared experiences never leak.
 
 Docs: https://qmd-nb.github.io/qmd-nb/profiles/sanitize.html.md"""
 
@@ -24,6 +24,7 @@ def is_expression(v:str) -> bool:
     "Whether an assigned value is code that reads the secret from elsewhere (`getpass()`, `os.environ[...]`, `config.token`)."
     return v[:1] not in '\'"`' and bool(re.search(r'[(.\[]', v))
 
+# %% ../../nbs/profiles/25a_sanitize.ipynb #a9e1c012
 _KEY = r'(?:api[_-]?key|apikey|secret(?:[_-]?key)?|client[_-]?secret|access[_-]?key(?:[_-]?id)?|auth[_-]?token|access[_-]?token|token|passw(?:or)?d|pwd|private[_-]?key)'
 SECRET_PATTERNS = [ # (kind, pattern); a pattern's group 1, when it has one, is the value a placeholder may stand for
     ('private key block', re.compile(r'-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----')),

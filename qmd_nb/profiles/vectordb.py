@@ -6,9 +6,9 @@ Docs: https://qmd-nb.github.io/qmd-nb/profiles/vectordb.html.md"""
 
 # %% auto #0
 __all__ = ['MAX_TEXT', 'FILTER_FIELDS', 'PROFILE', 'error', 'contract', 'doc_uuid', 'doc_source', 'doc_fields', 'find_uuid',
-           'doc_chunks', 'chunk_page', 'chunk_count', 'Ingested', 'ingest_file', 'ingest_url', 'ChunkHit',
-           'SearchAnswer', 'check_filter', 'same', 'best_chunk', 'search', 'DocInfo', 'DocList', 'LibraryInfo',
-           'Libraries', 'DocText', 'Deleted', 'list_documents', 'list_libraries', 'get_document', 'delete_document']
+           'doc_chunks', 'chunk_page', 'chunk_count', 'Ingested', 'ingest_file', 'ingest_url', 'check_filter', 'same',
+           'ChunkHit', 'SearchAnswer', 'best_chunk', 'search', 'DocInfo', 'DocList', 'list_documents', 'LibraryInfo',
+           'Libraries', 'list_libraries', 'DocText', 'Deleted', 'get_document', 'delete_document']
 
 # %% ../../nbs/profiles/24_vectordb.ipynb #593d58d7
 import functools, json
@@ -135,6 +135,23 @@ def ingest_url(engine, url:str, # http:// or https://
 # %% ../../nbs/profiles/24_vectordb.ipynb #87aaad17
 FILTER_FIELDS = ('doc_id', 'source', 'title', 'library', 'file_type', 'last_modified', 'created_at', 'content_hash', 'page', 'chunk_index')
 
+def check_filter(flt) -> dict:
+    "The filter's conditions, or UsageError for a bad key or value."
+    if flt is None: return {}
+    if not isinstance(flt, dict): raise UsageError(f"filter must be an object of field: value, or null (got {_got(flt)})")
+    bad = [k for k in flt if k not in FILTER_FIELDS]
+    if bad: raise UsageError(f"Invalid filter key{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))}: filterable fields are {', '.join(FILTER_FIELDS)}")
+    for k, v in flt.items():
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)): raise UsageError(f"filter.{k} must be a string or an integer (got {_got(v)})")
+    return dict(flt)
+
+def same(fld:str, have, want) -> bool:
+    "Whether a record's field value equals a filter value (dates compared as instants, file types without case or dot)."
+    if fld in ('last_modified', 'created_at'): return have is not None and utc_iso(have) == utc_iso(want)
+    if fld == 'file_type': return str(have).lower().lstrip('.') == str(want).lower().lstrip('.')
+    return str(have) == str(want)
+
+# %% ../../nbs/profiles/24_vectordb.ipynb #a9e1c014
 @dataclass
 class ChunkHit:
     "One search result: a chunk of a document."
@@ -152,22 +169,6 @@ class ChunkHit:
 @dataclass
 class SearchAnswer:
     results: list # of ChunkHit, best first
-
-def check_filter(flt) -> dict:
-    "The filter's conditions, or UsageError for a bad key or value."
-    if flt is None: return {}
-    if not isinstance(flt, dict): raise UsageError(f"filter must be an object of field: value, or null (got {_got(flt)})")
-    bad = [k for k in flt if k not in FILTER_FIELDS]
-    if bad: raise UsageError(f"Invalid filter key{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))}: filterable fields are {', '.join(FILTER_FIELDS)}")
-    for k, v in flt.items():
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)): raise UsageError(f"filter.{k} must be a string or an integer (got {_got(v)})")
-    return dict(flt)
-
-def same(fld:str, have, want) -> bool:
-    "Whether a record's field value equals a filter value (dates compared as instants, file types without case or dot)."
-    if fld in ('last_modified', 'created_at'): return have is not None and utc_iso(have) == utc_iso(want)
-    if fld == 'file_type': return str(have).lower().lstrip('.') == str(want).lower().lstrip('.')
-    return str(have) == str(want)
 
 def _allowed(store:Store, names, conds:dict) -> Optional[set]:
     "Catalog ids of the documents meeting the document-level conditions (None: no condition)."
@@ -189,7 +190,7 @@ def best_chunk(hit, chunks:list, meta:dict, pats, conds:dict):
 def _candidates(engine, query:str, top_k:int, names, allowed:Optional[set], deep:bool) -> list:
     "Ranked hits: hybrid (keyword alone without vectors), restricted to `allowed` before every list's cut."
     from qmd_nb.engine.hybrid import hybrid_hits
-    from qmd_nb.engine.search import MAX_LIMIT
+    from qmd_nb.engine.results import MAX_LIMIT
     from qmd_nb.engine.filter import Filter
     from qmd_nb.engine.api import has_vectors_any
     st = engine.store
@@ -202,7 +203,7 @@ def search(engine, query:str, top_k:int=5, # results, 1 to 100
            filter:Optional[dict]=None # field: value conditions (FILTER_FIELDS)
           ) -> SearchAnswer:
     "Hybrid search answered with the best chunk of each of the best documents."
-    from qmd_nb.engine.search import term_patterns
+    from qmd_nb.engine.results import term_patterns
     from qmd_nb.engine.text import Analyzer, parse_query
     st, query, top_k = engine.store, _str('query', query), _int('top_k', top_k, 1, 100)
     conds = check_filter(filter)
@@ -245,6 +246,21 @@ class DocList:
     documents: list # of DocInfo
     count: int
 
+# %% ../../nbs/profiles/24_vectordb.ipynb #01394b98
+@contract
+def list_documents(engine, library:Optional[str]=None, # only this library
+                   limit:int=20, # 1 to 1000
+                   offset:int=0) -> DocList:
+    "Documents with their metadata, by library and path."
+    library, limit, offset = _str('library', library, True), _int('limit', limit, 1, 1000), _int('offset', offset, 0, 2**62)
+    docs = [_info(engine, d) for d in documents(engine.store, library or None, limit=limit, offset=offset)]
+    return DocList(docs, len(docs))
+
+def _info(engine, d:DocRow) -> DocInfo:
+    f = doc_fields(engine.store, d)
+    return DocInfo(f['doc_id'], f['source'], d.title, d.collection, d.hash, f['created_at'], f['metadata'], chunk_count(engine, d))
+
+# %% ../../nbs/profiles/24_vectordb.ipynb #e1f2a3b1
 @dataclass
 class LibraryInfo:
     library: str
@@ -255,6 +271,20 @@ class LibraryInfo:
 class Libraries:
     libraries: list # of LibraryInfo
 
+# %% ../../nbs/profiles/24_vectordb.ipynb #286cc483
+@contract
+def list_libraries(engine) -> Libraries:
+    "Every library with its document and chunk counts."
+    st = engine.store
+    key = ('vectordb-libs', generation(st), engine.model_loaded)
+    if key not in st.cache:
+        counts = {c: [0, 0] for c in st.config.collections}
+        for d in documents(st):
+            n = counts.setdefault(d.collection, [0, 0]); n[0] += 1; n[1] += chunk_count(engine, d)
+        st.cache[key] = Libraries([LibraryInfo(k, *v) for k, v in counts.items()])
+    return st.cache[key]
+
+# %% ../../nbs/profiles/24_vectordb.ipynb #e1f2a3b2
 @dataclass
 class DocText:
     "A whole document, as `get_document` returns it."
@@ -271,33 +301,6 @@ class Deleted:
     status: str
     doc_id: str
     deleted_chunks: int
-
-# %% ../../nbs/profiles/24_vectordb.ipynb #01394b98
-@contract
-def list_documents(engine, library:Optional[str]=None, # only this library
-                   limit:int=20, # 1 to 1000
-                   offset:int=0) -> DocList:
-    "Documents with their metadata, by library and path."
-    library, limit, offset = _str('library', library, True), _int('limit', limit, 1, 1000), _int('offset', offset, 0, 2**62)
-    docs = [_info(engine, d) for d in documents(engine.store, library or None, limit=limit, offset=offset)]
-    return DocList(docs, len(docs))
-
-def _info(engine, d:DocRow) -> DocInfo:
-    f = doc_fields(engine.store, d)
-    return DocInfo(f['doc_id'], f['source'], d.title, d.collection, d.hash, f['created_at'], f['metadata'], chunk_count(engine, d))
-
-# %% ../../nbs/profiles/24_vectordb.ipynb #286cc483
-@contract
-def list_libraries(engine) -> Libraries:
-    "Every library with its document and chunk counts."
-    st = engine.store
-    key = ('vectordb-libs', generation(st), engine.model_loaded)
-    if key not in st.cache:
-        counts = {c: [0, 0] for c in st.config.collections}
-        for d in documents(st):
-            n = counts.setdefault(d.collection, [0, 0]); n[0] += 1; n[1] += chunk_count(engine, d)
-        st.cache[key] = Libraries([LibraryInfo(k, *v) for k, v in counts.items()])
-    return st.cache[key]
 
 # %% ../../nbs/profiles/24_vectordb.ipynb #9eca29e8
 @contract

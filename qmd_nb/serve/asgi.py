@@ -1,4 +1,4 @@
-"""Under the REST app: error bodies, the DNS-rebinding and body-size guard, request deadlines, the write queue.
+"""Under the REST app: error bodies, DNS-rebinding and body-size guard, deadlines, the write queue.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/asgi.html.md"""
 

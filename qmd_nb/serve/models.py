@@ -1,4 +1,4 @@
-"""The REST API's request and response bodies as pydantic models, built from the engine's result schema and filter vocabulary.
+"""REST request and response bodies as pydantic models, from the engine's result schema and filters.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/models.html.md"""
 
@@ -17,6 +17,7 @@ __all__ = ['FilterSpec', 'ResultItem', 'RequestBody', 'SearchRequest', 'VSearchR
 from typing import Literal, Optional, Union # no `from __future__ import annotations`: pydantic and FastAPI read the annotations
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from ..engine.config import MAX_PATH
+from ..engine.convert import FORMATS, DEFAULT_MASK
 from ..engine.filter import FILTER_FIELDS, SORTS
 from ..engine.results import MAX_QUERY, result_model
 
@@ -28,6 +29,7 @@ _FILTER_TYPES = dict(labels=list[str], sort=Literal[SORTS], metadata=dict[str, U
 FilterSpec = create_model('FilterSpec', __base__=RequestBody, __doc__="Metadata conditions (all must hold), applied before the top results are cut.",
                           **{k: (Optional[_FILTER_TYPES.get(kind, str)], Field(None, description=doc)) for k, (kind, doc) in FILTER_FIELDS.items()})
 
+# %% ../../nbs/serve/21d_models.ipynb #b8d1e004
 class SearchRequest(RequestBody):
     query: str = Field(min_length=1, max_length=MAX_QUERY, description="Words, \"exact phrases\", -exclusions")
     limit: int = Field(10, ge=1, le=1000, description="Maximum number of results")
@@ -56,12 +58,14 @@ class QueryRequest(SearchRequest):
     candidate_limit: Optional[int] = Field(None, ge=1, le=200, description="Candidates to re-rank (default 40)")
     explain: bool = Field(False, description="Add each result's score story")
 
+# %% ../../nbs/serve/21d_models.ipynb #b8d1e006
 ResultItem = result_model('ResultItem') # the one result schema (`qmd_nb.engine.results.RESULT_FIELDS`), as MCP advertises it
 
 class SearchResponse(BaseModel):
     results: list[ResultItem]
     content: str = Field(description="A summary for people and agents")
 
+# %% ../../nbs/serve/21d_models.ipynb #b8d1e009
 class GetRequest(RequestBody):
     file: str = Field(min_length=1, max_length=MAX_PATH, description="Path, collection/path, #docid or qmd:// URI, optionally with :LINE")
     from_line: Optional[int] = Field(None, ge=1); max_lines: Optional[int] = Field(None, ge=1); line_numbers: bool = False
@@ -86,10 +90,11 @@ class StatusResponse(BaseModel):
 class EmbedRequest(RequestBody): texts: list[str] = Field(description="Texts to embed (at most 1000)")
 class EmbedResponse(BaseModel): embeddings: list[list[float]]
 
+# %% ../../nbs/serve/21d_models.ipynb #b8d1e013
 class CollectionAddRequest(RequestBody):
     name: str = Field(min_length=1); path: str = Field(min_length=1, description="Folder on the server's disk")
-    glob_pattern: str = Field('**/*.md', description="Glob(s), comma-separated (default **/*.md, as the contract says; qmd-nb also reads txt, pdf, docx "
-                              "and html: e.g. **/*.{md,txt,pdf,docx,html}, the command line's default)")
+    glob_pattern: str = Field('**/*.md', description="Glob(s), comma-separated (default **/*.md, as the contract says; qmd-nb reads "
+                              f"{', '.join(FORMATS)}: {DEFAULT_MASK} is the command line's default)")
     force: bool = Field(False, description="Add the folder even when another collection already covers it (its hits would show twice)")
 class CollectionAdded(BaseModel): status: Literal['added']; name: str; path: str; documents: int; content: str
 class CollectionSummary(BaseModel): name: str; path: str; pattern: str; documents: int
@@ -98,6 +103,8 @@ class CollectionDetail(BaseModel): name: str; path: str; pattern: str; documents
 class CollectionRemoved(BaseModel): status: Literal['removed']; name: str; content: str
 class RenameRequest(RequestBody): new_name: str = Field(min_length=1)
 class CollectionRenamed(BaseModel): status: Literal['renamed']; old_name: str; new_name: str; content: str
+
+# %% ../../nbs/serve/21d_models.ipynb #b8d1e016
 class Indexed(BaseModel): status: Literal['indexed']; collections: int; total_documents: int; content: str
 class UpdateRequest(RequestBody): pull: bool = Field(False, description="git pull collections that are git checkouts first")
 class Updated(BaseModel): status: Literal['updated']; collections: int; content: str
@@ -108,5 +115,7 @@ class ContextAdded(BaseModel): status: Literal['added']; path: str; content: str
 class ContextItem(BaseModel): path: str; text: str
 class ContextsResponse(BaseModel): contexts: list[ContextItem]
 class ContextRemoved(BaseModel): status: Literal['removed']; path: str
+
+# %% ../../nbs/serve/21d_models.ipynb #b8d1e019
 class Health(BaseModel): status: Literal['healthy', 'unhealthy']; model_loaded: bool
 class ErrorResponse(BaseModel): detail: str; status_code: int

@@ -1,4 +1,4 @@
-"""The SDK imported in a fraction of its usual time, so a stdio client's `initialize` is answered quickly.
+"""The SDK imported in a fraction of its usual time, so a stdio client's `initialize` is quick.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/sdk.html.md"""
 
