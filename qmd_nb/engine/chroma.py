@@ -109,11 +109,24 @@ class VectorStore:
         return self._count[1]
 
     def query(self, vec:np.ndarray, k:int) -> list[tuple[str, int, float, dict]]:
-        "Nearest chunks as (hash, seq, cosine similarity, metadata), best first."
+        """Nearest chunks as (hash, seq, cosine similarity, metadata), best first. The metadata holds only what the chunk's id
+        (`hash:seq`) says: asking Chroma for every candidate's metadata costs more than the search (~20 ms for 170 at 1M chunks);
+        `lines` reads the lines of the few chunks shown."""
         k = min(k, self.count())
         if k <= 0: return []
-        r = self.col.query(query_embeddings=np.asarray(vec, dtype=np.float32)[None], n_results=k, include=['distances', 'metadatas'])
-        return [(m['hash'], m['seq'], 1.0 - d, m) for m, d in zip(r['metadatas'][0], r['distances'][0])]
+        r = self.col.query(query_embeddings=np.asarray(vec, dtype=np.float32)[None], n_results=k, include=['distances'])
+        out = []
+        for i, d in zip(r['ids'][0], r['distances'][0]):
+            h, _, s = i.rpartition(':'); out.append((h, int(s), 1.0 - d, dict(hash=h, seq=int(s))))
+        return out
+
+    def lines(self, ids:list[str]) -> dict:
+        "Chunk id -> its (start, end) lines, for these chunks (missing ones are left out)."
+        out = {}
+        for k in range(0, len(ids), 5000):
+            g = self.col.get(ids=ids[k:k+5000], include=['metadatas'])
+            out.update({i: (m['start'], m['end']) for i, m in zip(g['ids'], g['metadatas'])})
+        return out
 
     def everything(self, page:int=5000) -> tuple[list[str], np.ndarray, list[dict]]:
         "All stored (ids, vectors, metadatas), read page by page."

@@ -214,28 +214,39 @@ def docids(store:Store, hashes:list[str], n:int=6) -> dict:
     rivals = []
     for k in range(0, len(hs), 200): # a compound SELECT has at most 500 parts
         part = hs[k:k+200]
-        rivals += [r[0] for r in store.q(' UNION '.join(['SELECT hash FROM documents WHERE hash >= ? AND hash < ?'] * len(part)), # each part uses the index
-                                         [x for h in part for x in (h[:n], h[:n] + 'g')])]
-    out = {}
+        rivals += [r[0] for r in store.q(' UNION ALL '.join(['SELECT hash FROM documents WHERE hash >= ? AND hash < ?'] * len(part)), # each part uses the index;
+                                         [x for h in part for x in (h[:n], h[:n] + 'g')])] # ALL: a repeated rival changes nothing, and no sort
+    out, by = {}, {}
+    for r in rivals: by.setdefault(r[:n], []).append(r)
     for h in hs:
-        k, near = n, [r for r in rivals if r != h and r[:n] == h[:n]]
+        k, near = n, [r for r in by.get(h[:n], ()) if r != h]
         while near: k += 1; near = [r for r in near if r[:k] == h[:k]]
         out[h] = '#' + h[:k]
+    return out
+
+def _copies(store:Store, ids:list[int]) -> dict:
+    "id -> (file, content hash) of near-copies: what a result lists of them, without their whole catalog rows."
+    out = {}
+    for k in range(0, len(ids), 900):
+        part = ids[k:k+900]
+        out.update({i: (f'{c}/{p}', h) for i, c, p, h in store.q(f"SELECT id, collection, path, hash FROM documents WHERE id IN ({','.join('?' * len(part))})", part)})
     return out
 
 def to_results(store:Store, hits:list[Hit], query:str) -> list[SearchResult]:
     "Catalog rows, snippets, docids and contexts for ranked hits (and the file and docid of each one's near-copies)."
     terms = set(Analyzer().terms(' '.join(parse_query(query).words)))
-    pats, rows = term_patterns(terms), {d.id: d for d in docs_by_ids(store, [i for h in hits for i in [h.doc_id, *h.duplicates]])}
+    pats, rows = term_patterns(terms), {d.id: d for d in docs_by_ids(store, [h.doc_id for h in hits])}
+    copies = _copies(store, [i for h in hits for i in h.duplicates])
     bodies = doc_bodies(store, [rows[h.doc_id].hash for h in hits if h.doc_id in rows])
-    ids = docids(store, [d.hash for d in rows.values()])
+    ids, contexts = docids(store, [d.hash for d in rows.values()] + [c[1] for c in copies.values()]), store.config.contexts
     out = []
     for h in hits:
         d = rows.get(h.doc_id)
         if d is None or d.hash not in bodies: continue
         text, start = bodies[d.hash]
         snip, line = make_snippet(text, start, terms, pats=pats, within=(h.line, h.end_line) if h.line else None)
-        dups = [dict(file=rows[i].file, docid=ids[rows[i].hash]) for i in h.duplicates if i in rows]
-        out.append(SearchResult(ids[d.hash], d.file, d.title, min(h.score, 1.0), context_of(store, d), snip, line, d.collection, d.path,
+        dups = [dict(file=copies[i][0], docid=ids[copies[i][1]]) for i in h.duplicates if i in copies]
+        c = contexts_for(contexts, d.collection, d.path)
+        out.append(SearchResult(ids[d.hash], d.file, d.title, min(h.score, 1.0), '\n\n'.join(c) if c else None, snip, line, d.collection, d.path,
                                 h.explain, page_of(d.meta, line), dups))
     return out

@@ -56,10 +56,11 @@ def term_hashes(terms:list[str]) -> np.ndarray:
     return np.array([(zlib.crc32(t.encode(), 0x9E3779B9) << 32) | zlib.crc32(t.encode()) for t in terms], dtype=np.uint64)
 
 def _mix(z:np.ndarray) -> np.ndarray:
-    "splitmix64's finaliser: every input bit moves every output bit."
-    z = z ^ (z >> np.uint64(30)); z = z * np.uint64(0xBF58476D1CE4E5B9)
-    z = z ^ (z >> np.uint64(27)); z = z * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    "splitmix64's finaliser, in place: every input bit moves every output bit."
+    z ^= z >> np.uint64(30); z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27); z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z
 
 def shingle_signatures(h:np.ndarray, # term hash of each word, documents one after another
                        doc:np.ndarray, # each word's document (0..n-1, non-decreasing)
@@ -73,7 +74,7 @@ def shingle_signatures(h:np.ndarray, # term hash of each word, documents one aft
     dp = np.r_[doc, np.full(k - 1, -1, doc.dtype)]
     with np.errstate(over='ignore'):
         x = hp[:m].copy()
-        for j in range(1, k): x = x * C + hp[j:m + j]
+        for j in range(1, k): x *= C; x += hp[j:m + j] # in place: fresh arrays of this size cost more in page faults than in arithmetic
     whole = dp[k - 1:m + k - 1] == doc # a whole shingle starts here (all k words in one document)
     first = np.ones(m, bool); first[1:] = doc[1:] != doc[:-1]
     short = first & ~whole # a document shorter than k words keeps one shingle of what it has
@@ -86,10 +87,11 @@ def shingle_signatures(h:np.ndarray, # term hash of each word, documents one aft
                 x[i] = y
     keep = whole | short
     with np.errstate(over='ignore'): z = _mix(x[keep])
+    del x
     d = doc[keep].astype(np.int64)
-    b = (z >> np.uint64(64 - int(np.log2(bins)))).astype(np.int64)
-    v = np.minimum(z & np.uint64(0xFFFFFFFF), np.uint64(0xFFFFFFFE)).astype(np.uint32)
-    np.minimum.at(sig.reshape(-1), d * bins + b, v)
+    d *= bins; d += (z >> np.uint64(64 - int(np.log2(bins)))).astype(np.int64) # the bin of each shingle in `sig`, flat
+    z &= np.uint64(0xFFFFFFFF); np.minimum(z, np.uint64(0xFFFFFFFE), out=z)
+    np.minimum.at(sig.reshape(-1), d, z.astype(np.uint32))
     return sig
 
 # %% ../../nbs/engine/03a_segment.ipynb #25d969e8

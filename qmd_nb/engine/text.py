@@ -74,6 +74,7 @@ _TOK_RE = re.compile(rf'([{_CJK}]+)|([^\W_{_CJK}]+)')
 _HAS_CJK, _WORD_RE, _ASCII_RE = re.compile(rf'[{_CJK}]'), re.compile(r'\w+'), re.compile(r'[a-z0-9]+')
 _NON_ASCII = re.compile(r'[^\x00-\x7f]+')
 _MNEMONIC = re.compile(r'\[([^\W\d_]{1,3})\]')
+_ASCII_GAPS = str.maketrans({c: ' ' for c in map(chr, range(128)) if not _ASCII_RE.fullmatch(c)}) # what separates `_ASCII_RE`'s words
 
 def _mnemonic(m) -> str:
     "`[x]` inside a word loses its brackets (`E[x]tract`, `[c]reate`); elsewhere it stays."
@@ -92,7 +93,7 @@ def raw_tokens(text:str) -> list[str]:
     "Folded words of `text`; CJK runs as bigrams (a lone CJK character stays itself); `E[x]tract` is `extract`."
     if '[' in text: text = _MNEMONIC.sub(_mnemonic, text)
     f = fold(text)
-    if f.isascii(): return _ASCII_RE.findall(f) # the common cases, at C speed
+    if f.isascii(): return f.translate(_ASCII_GAPS).split() # the common case, at C speed: `_ASCII_RE.findall(f)`, a quarter faster
     if not _HAS_CJK.search(f): return _WORD_RE.findall(f.replace('_', ' '))
     out = []
     for cjk, word in _TOK_RE.findall(f):
@@ -115,20 +116,23 @@ class Analyzer:
     "Turns text into index terms."
     stem: bool = True # apply the English Snowball stemmer
     stop_words: frozenset = STOP_WORDS # words dropped before stemming
-    _cache: dict = field(default_factory=dict, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False) # word -> its term ('' for a stop word)
 
     def terms(self, text:str,
               gaps:bool=False # leave `GAP` where a stop word stood, so positions count every word
              ) -> list[str]:
         "Index terms of `text`, in order."
-        raw, stop = raw_tokens(text), self.stop_words
-        toks = [t for t in raw if t not in stop]
-        if self.stem:
-            c, new = self._cache, [t for t in set(toks) if t not in self._cache]
-            if new: c.update(zip(new, _stemmer().stemWords(new)))
-        else: c = None
-        if not gaps: return [c[t] for t in toks] if c is not None else toks
-        return [GAP if t in stop else (c[t] if c is not None else t) for t in raw]
+        raw, c = raw_tokens(text), self._cache
+        if new := set(raw).difference(c): self._learn(new)
+        if not gaps: return list(filter(None, map(c.__getitem__, raw))) # one pass at C speed: a document has ~1,000 words
+        return [c[t] or GAP for t in raw]
+
+    def _learn(self, words:set):
+        "Put the terms of new words in the cache: stop words as '', the others stemmed (a stem is never empty)."
+        stop = self.stop_words
+        keep = [t for t in words if t not in stop]
+        self._cache.update(zip(keep, _stemmer().stemWords(keep) if self.stem else keep))
+        self._cache.update((t, '') for t in words if t in stop)
 
     def positions(self, text:str) -> tuple[list[str], list[int]]:
         "Index terms of `text` and each one's word offset (stop words count), for phrase and proximity matching."

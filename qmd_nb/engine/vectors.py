@@ -317,10 +317,17 @@ def vector_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     for h, seq, sim, meta in vector_chunks(store, vs, qv, min(4 * limit, MAX_LIMIT) if collapse else limit, names, allowed_hashes(store, f)):
         if h not in best or sim > best[h][0]: best[h] = (sim, meta)
     rows = store.q(f"SELECT id, hash, collection FROM documents WHERE hash IN ({','.join('?' * len(best))}) ORDER BY id", list(best)) if best else []
-    hits = [Hit(i, best[h][0], best[h][0], best[h][1]['start'], best[h][1]['end'], f"{h}:{best[h][1]['seq']}")
+    hits = [Hit(i, best[h][0], best[h][0], best[h][1].get('start', 0), best[h][1].get('end', 0), f"{h}:{best[h][1]['seq']}")
             for i, h, c in rows if (not names or c in names) and (ok is None or i in ok) and best[h][0] >= min_score]
     hits = sorted(hits, key=lambda x: (-x.score, x.doc_id))
-    return (collapse_hits(store, hits) if collapse else hits)[:limit]
+    return _with_lines(vs, (collapse_hits(store, hits) if collapse else hits)[:limit])
+
+def _with_lines(vs:VectorStore, hits:list[Hit]) -> list[Hit]:
+    "The hits with their best chunk's lines, read for those the search left without (HNSW answers carry ids and distances)."
+    got = vs.lines([h.ref for h in hits if not h.line])
+    for h in hits:
+        if h.ref in got: h.line, h.end_line = got[h.ref]
+    return hits
 
 # %% ../../nbs/engine/10_vectors.ipynb #dab8d092
 def vsearch(store:Store, embedder, query:str, # a question or description in natural language
