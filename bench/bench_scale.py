@@ -19,7 +19,8 @@ collection holding 10% and 90% of the chunks; the query embedding is included, a
 Prints a table with the goals and writes bench/scale_results.json (the notebook nbs/12b_scale plots it).
 --phases picks what to measure (process,equal,keyword,breakdown,watch; default all; equal: the incremental index's
 keyword top 10 after the one-file updates against the same catalog's index built whole) and --keep-home reuses each size's index
-(and its vectors) from the last run: e.g. `--phases watch,breakdown --keep-home` re-measures the watcher in minutes.
+(and its vectors) from the last run: e.g. `--phases watch,breakdown --keep-home` re-measures the watcher in minutes, and
+`--phases process --keep-home` the update and search processes without a first index (its figures stay from the last run).
 The package is byte-compiled first, as an installed one is (a process run from source compiles every module it imports).
 """
 import argparse, json, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
@@ -58,9 +59,10 @@ def queries_of(folder:Path) -> list[str]:
     if f.exists(): return [q for q in f.read_text(encoding='utf-8').split('\n') if q.strip()]
     return [l.split('\t')[0] for l in (folder/'knownitem-400.tsv').read_text(encoding='utf-8').split('\n') if l.strip()]
 
-def process_figures(folder:Path, env:dict, q:str) -> dict:
+def process_figures(folder:Path, env:dict, q:str, first_index:bool=True # False: the index exists (--keep-home), its first-index figures are kept
+                   ) -> dict:
     "First index, update (nothing / one file changed), search process; the folder is indexed as collection 'c'."
-    first, first_cpu = timed(['collection', 'add', str(folder), '--name', 'c'], env, cpu=True)
+    first, first_cpu = timed(['collection', 'add', str(folder), '--name', 'c'], env, cpu=True) if first_index else (None, None)
     timed(['update'], env) # the first update after an add may re-read files written during it (the racy rule)
     nochange = [timed(['update'], env, cpu=True) for _ in range(7)]
     victim = next(p for p in sorted(folder.rglob('*.md')) if p.stat().st_size > 500)
@@ -72,7 +74,7 @@ def process_figures(folder:Path, env:dict, q:str) -> dict:
         victim.write_bytes(orig); timed(['update'], env); time.sleep(1.1); timed(['update'], env)
     srch = [timed(['search', q, '-n', '10'], env) for _ in range(7)]
     cpu = [timed(['search', q, '-n', '10'], env, cpu=True)[1] for _ in range(7)]
-    return dict(first_index_s=first, first_index_cpu_s=first_cpu, update_nochange_s=med(w for w, _ in nochange), update_one_s=med(w for w, _ in one),
+    return dict(**(dict(first_index_s=first, first_index_cpu_s=first_cpu) if first_index else {}), update_nochange_s=med(w for w, _ in nochange), update_one_s=med(w for w, _ in one),
                 search_process_s=med(s[0] for s in srch), search_peak_mib=max(s[1] for s in srch),
                 update_nochange_cpu_s=med(c for _, c in nochange), update_one_cpu_s=med(c for _, c in one), search_process_cpu_s=med(cpu))
 
@@ -141,20 +143,21 @@ t1 = time.perf_counter()
 import qmd_nb.engine.index as I
 t2 = time.perf_counter()
 from qmd_nb.engine.store import Store
-from qmd_nb.engine.catalog import doc_index, scan_started
+from qmd_nb.engine.catalog import scan_started
+from qmd_nb.engine.scan import load_snapshots, unchanged_since
 st = Store(); c = next(iter(st.config.collections.values()))
-t3 = time.perf_counter(); files = list(I.discover(c.path, c.masks))
-t4 = time.perf_counter(); known = doc_index(st, c.name)
-t5 = time.perf_counter(); plan = I.plan_scan(files, known, scan_started(st, c.name))
+t3 = time.perf_counter(); ls = I.listing(c.path, c.masks)
+t4 = time.perf_counter(); snap = load_snapshots(st).get(c.name)
+t5 = time.perf_counter(); same = snap is not None and unchanged_since(ls, snap, scan_started(st, c.name))
 t6 = time.perf_counter(); I.refresh_keyword(st)
 t7 = time.perf_counter()
 ms = lambda a, b: round((b - a) * 1000, 1)
-print(dict(start_and_cli_ms=ms(t0, t1), import_index_ms=ms(t1, t2), store_config_ms=ms(t2, t3), discover_ms=ms(t3, t4),
-           catalog_query_ms=ms(t4, t5), compare_ms=ms(t5, t6), keyword_check_ms=ms(t6, t7), unchanged=plan.unchanged))
+print(dict(start_and_cli_ms=ms(t0, t1), import_index_ms=ms(t1, t2), store_config_ms=ms(t2, t3), listing_ms=ms(t3, t4),
+           snapshot_load_ms=ms(t4, t5), compare_ms=ms(t5, t6), keyword_check_ms=ms(t6, t7), unchanged=len(ls.keys) if same else 0))
 """
 
 def update_breakdown(env:dict) -> dict:
-    "Where a no-change update's time goes, phase by phase (median of 5 processes)."
+    "Where a no-change update's time goes, phase by phase (median of 5 processes): the walk, the catalog's snapshot, their comparison."
     runs = [eval(subprocess.run([sys.executable, '-c', BREAKDOWN], env=env, capture_output=True, text=True, encoding='utf-8', check=True, cwd=tempfile.gettempdir()).stdout)
             for _ in range(5)]
     return {k: med([r[k] for r in runs]) for k in runs[0]}
@@ -289,13 +292,13 @@ def main():
     results['machine'] = dict(cores=os.cpu_count(), load=os.getloadavg()[0], at=time.strftime('%Y-%m-%d %H:%M'))
     for size in ([] if a.vectors_only else a.sizes.split(',')):
         folder = folder_of(size, a.corpus); home = a.home/size
-        fresh = 'process' in phases or not a.keep_home or not (home/'config').exists() # the first index is timed from nothing
+        fresh = not a.keep_home or not (home/'config').exists() # the first index is timed from nothing
         if fresh: shutil.rmtree(home, ignore_errors=True)
         env = {**os.environ, 'QMD_NB_HOME': str(home)}; env.pop('QMD_NB_CHROMA_URL', None)
         qs = queries_of(folder if size != '14k' else DATA/'winserver-ps')
         print(f"{size}: {folder}", file=sys.stderr, flush=True)
-        r = {} if 'process' in phases else dict(results.get('sizes', {}).get(size, {})) # a partial run keeps the other figures
-        if 'process' in phases: r.update(process_figures(folder, env, qs[0]))
+        r = {} if 'process' in phases and fresh else dict(results.get('sizes', {}).get(size, {})) # a partial run keeps the other figures
+        if 'process' in phases: r.update(process_figures(folder, env, qs[0], first_index=fresh))
         elif fresh: timed(['collection', 'add', str(folder), '--name', 'c'], env)
         else: timed(['update'], env)
         r['documents'] = int(json.loads(timed_out(['status', '--json'], env))['total_documents'])
@@ -306,8 +309,8 @@ def main():
             vec = size in a.watch_vectors.split(',')
             if vec: synthetic_vectors(env)
             r.pop('watch_vector_s', None); r.update(watch_figures(folder, env, a.saves, vec))
-        stamp = dict(at=time.strftime('%Y-%m-%d %H:%M'), load=round(os.getloadavg()[0], 1), commit=_commit())
-        r['measured'] = {**r.get('measured', {}), **{ph: stamp for ph in phases}}
+        stamp, was = dict(at=time.strftime('%Y-%m-%d %H:%M'), load=round(os.getloadavg()[0], 1), commit=_commit()), r.get('measured', {})
+        r['measured'] = {**was, **{ph: stamp for ph in phases}, 'first_index': stamp if 'process' in phases and fresh else was.get('first_index', was.get('process'))}
         results.setdefault('sizes', {})[size] = r
         a.out.write_text(json.dumps(results, indent=1), encoding='utf-8')
         print(f"  {json.dumps(r)}", file=sys.stderr, flush=True)

@@ -16,7 +16,8 @@ __all__ = ['FILTER_FLAGS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_w
 # %% ../nbs/90_cli.ipynb #c08af8be
 def _store(a):
     from qmd_nb.engine.store import Store
-    return Store(a.index, a.env)
+    st = Store(a.index, a.env); a.opened = [*getattr(a, 'opened', []), st] # closed by `main` before a quick exit
+    return st
 
 def _fmt(a) -> str: return getattr(a, 'format', None) or 'cli'
 

@@ -192,15 +192,32 @@ def _ingest_parsers(sp):
     cs.add_parser('remove', help='Forget a source (files stay)').add_argument('name')
 
 # %% ../nbs/90a_parser.ipynb #c4d09a07
-def build_parser() -> argparse.ArgumentParser:
+class _Unused:
+    "Stands in for the parser of a command the command line does not name: whatever is declared on it is dropped."
+    def __getattr__(self, name): return lambda *a, **kw: self
+
+class _Only:
+    "Subparsers that build one command alone: parsing a command line needs only the one it names (the others cost start-up time)."
+    def __init__(self, sp, name): self.sp, self.name = sp, name
+    def add_parser(self, name, **kw): return self.sp.add_parser(name, **kw) if name == self.name else _Unused()
+
+def _command(argv:list[str]) -> str|None:
+    "The command a command line names, when plain to see: the first word after `--index NAME`."
+    i = 0
+    while i < len(argv) and argv[i].startswith('--index'): i += 1 if '=' in argv[i] else 2
+    return argv[i] if i < len(argv) and not argv[i].startswith('-') else None
+
+def build_parser(only:str|None=None # build just this command (unknown, or None: every command)
+                ) -> argparse.ArgumentParser:
     "The `qmd-nb` argument parser."
     from qmd_nb import __version__
     p = argparse.ArgumentParser(prog='qmd-nb', description='Local search over your documents, for people and AI agents.')
     p.add_argument('--index', default=os.environ.get('QMD_NB_INDEX', 'index'), help='named index to use (default: index)')
     p.add_argument('--version', action='version', version=f'qmd-nb {__version__}')
     sp = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
-    _collection_parsers(sp); _search_parsers(sp); _ingest_parsers(sp)
-    return p
+    b = _Only(sp, only) if only else sp
+    _collection_parsers(b); _search_parsers(b); _ingest_parsers(b)
+    return build_parser() if only and only not in sp.choices else p
 
 # %% ../nbs/90a_parser.ipynb #d86cd23b
 def _token_parsers(sp):
@@ -215,15 +232,34 @@ def _token_parsers(sp):
     cs.add_parser('revoke', help='Revoke a token or OAuth grant by name or id').add_argument('name')
 
 # %% ../nbs/90a_parser.ipynb #1ea4c2d7
+_QUICK = frozenset({'search', 'get', 'multi-get', 'status'}) # read-only commands: the process ends as soon as its output is out
+_ONE_BLAS_THREAD = _QUICK | {'update', 'index'} # numpy's BLAS is not used by them: its threads would only cost start-up time
+
+def _exit_now(code:int, stores:list):
+    """End the process without tearing the interpreter down (tens of ms with numpy loaded): its stores are closed first
+    (the last connection to leave removes SQLite's -wal and -shm files, as at a normal exit), what was printed is flushed."""
+    for st in stores: st.close()
+    for f in (sys.stdout, sys.stderr):
+        try: f.flush()
+        except (OSError, ValueError): pass # a closed pipe: as `BrokenPipeError` below
+    os._exit(code)
+
 def main(argv:list[str]|None=None, # arguments (default: sys.argv[1:])
          env:dict|None=None # environment for index lookup (default: os.environ)
         ) -> int:
     "Run the `qmd-nb` command line; returns the exit code."
-    import sqlite3
-    from qmd_nb.engine.errors import QmdError, storage_error
-    a = build_parser().parse_args(argv)
+    cmd = _command(sys.argv[1:] if argv is None else argv)
+    if argv is None and cmd in _ONE_BLAS_THREAD: os.environ.setdefault('OPENBLAS_NUM_THREADS', '1') # before numpy is imported
+    a = build_parser(cmd).parse_args(argv)
     if argv is None: os.umask(0o077) # the `qmd-nb` process: the index and its copies of documents are the owner's alone
     a.env = env
+    code = _run(a)
+    if argv is None and cmd in _QUICK: _exit_now(code, getattr(a, 'opened', []))
+    return code
+
+def _run(a) -> int:
+    import sqlite3
+    from qmd_nb.engine.errors import QmdError, storage_error
     try: return a.func(a) or 0
     except QmdError as e: print(f"Error: {e}", file=sys.stderr); return getattr(e, 'exit_code', 1)
     except KeyboardInterrupt:

@@ -9,15 +9,15 @@ from __future__ import annotations
 from .store import DocRow, NewDoc, Store, DOC_COLS, bump_generation, doc_row, now_iso
 from typing import NamedTuple
 from .errors import NotFound
-import json
+import json, os
 
 # %% auto #0
 __all__ = ['put_docs', 'touch_docs', 'move_docs', 'remove_docs', 'drop_orphans', 'Known', 'doc_index', 'doc_hashes',
-           'docs_by_ids', 'doc_bodies', 'doc_body', 'cached_conversion', 'cache_conversions', 'library_files',
-           'hashes_with_prefix', 'docid', 'is_docid', 'docs_by_docid', 'set_problems', 'replace_problems',
-           'add_problem', 'mark_updated', 'note_scan', 'scan_started', 'forget_collection', 'rename_in_catalog',
-           'documents', 'documents_where', 'count', 'doc_paths', 'doc_keys', 'has_vectors', 'problems', 'kv_get',
-           'kv_set']
+           'docs_by_ids', 'doc_bodies', 'doc_body', 'listing_stamp', 'new_listing_token', 'has_problems',
+           'cached_conversion', 'cache_conversions', 'library_files', 'hashes_with_prefix', 'docid', 'is_docid',
+           'docs_by_docid', 'set_problems', 'replace_problems', 'add_problem', 'mark_updated', 'note_scan',
+           'scan_started', 'forget_collection', 'rename_in_catalog', 'documents', 'documents_where', 'count',
+           'doc_paths', 'doc_keys', 'has_vectors', 'problems', 'kv_get', 'kv_set']
 
 # %% ../../nbs/engine/03b_catalog.ipynb #affa0848
 def put_docs(store:Store, docs:list[NewDoc]):
@@ -37,7 +37,9 @@ def put_docs(store:Store, docs:list[NewDoc]):
 def touch_docs(store:Store, rows:list[tuple]):
     "Record a new stat for documents whose content did not change: rows of (size, mtime, mtime_ns, inode, id)."
     if not rows: return
-    with store.tx() as db: db.executemany("UPDATE documents SET size=?, mtime=?, mtime_ns=?, inode=? WHERE id=?", rows)
+    with store.tx() as db:
+        db.executemany("UPDATE documents SET size=?, mtime=?, mtime_ns=?, inode=? WHERE id=?", rows)
+        db.execute("INSERT INTO kv VALUES('listed','1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1") # see `listing_stamp`
 
 def move_docs(store:Store, rows:list[tuple]):
     "Give documents a new path (a renamed file: same content, same id, vectors kept): rows of (path, title, size, mtime, mtime_ns, inode, id)."
@@ -125,6 +127,20 @@ def doc_body(store:Store, hash:str) -> tuple[str, int]:
     r = store.q("SELECT body, body_start FROM content WHERE hash=?", (hash,))
     if not r: raise NotFound(f"Content {hash[:12]} is missing from the index; run 'qmd-nb update'")
     return r[0]
+
+# %% ../../nbs/engine/03b_catalog.ipynb #a2eb62b8
+def listing_stamp(store:Store) -> tuple:
+    "What a saved copy of `doc_index` is valid under: it changes with every write of a document's path or stat."
+    return tuple(store.q("SELECT key, value FROM kv WHERE key IN ('generation', 'listed', 'listing_token') ORDER BY key"))
+
+def new_listing_token(store:Store) -> tuple:
+    "Draw a new token (older copies, or those of another catalog at the same generation, stop matching); the new stamp."
+    with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES('listing_token', ?)", (os.urandom(8).hex(),))
+    return listing_stamp(store)
+
+def has_problems(store:Store, collection:str) -> bool:
+    "Whether files of the collection are recorded as problems."
+    return bool(store.q("SELECT 1 FROM problems WHERE collection=? LIMIT 1", (collection,)))
 
 # %% ../../nbs/engine/03b_catalog.ipynb #816d1eb9
 def cached_conversion(store:Store, hash:str, version:str) -> tuple|None:

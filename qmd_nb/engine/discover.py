@@ -7,13 +7,16 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/discover.html.md"""
 # %% ../../nbs/engine/04b_discover.ipynb #01988d39
 from __future__ import annotations
 import os, re, unicodedata
+from array import array
+from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
 from pathlib import Path
 from .errors import UsageError
 
 # %% auto #0
-__all__ = ['MAX_GLOB', 'MAX_ALTERNATIVES', 'Glob', 'glob_re', 'Masks', 'masks_re', 'mask_match', 'hidden', 'discover']
+__all__ = ['MAX_GLOB', 'MAX_ALTERNATIVES', 'Glob', 'glob_re', 'Masks', 'masks_re', 'mask_match', 'hidden', 'discover', 'Listing',
+           'listing']
 
 # %% ../../nbs/engine/04b_discover.ipynb #e6cdbd5a
 MAX_GLOB, MAX_ALTERNATIVES = 1000, 64 # characters in a glob; patterns its {a,b} braces may expand to
@@ -106,6 +109,8 @@ class Masks:
     def __init__(self, globs:list[Glob]):
         self.globs = globs
         if len(globs) == 1: self.match = globs[0].match # one glob (the usual case): its own match, no loop
+        names = globs[0].names if len(globs) == 1 else None # `**/NAME`: a test on the file name alone, for the walk
+        self.name_match = names[0].match if names and len(names) == 1 else None
     def match(self, path:str) -> bool: return any(g.match(path) for g in self.globs)
 
 @lru_cache(maxsize=64)
@@ -127,33 +132,78 @@ def hidden(name:str, is_dir:bool) -> bool:
 
 def _count(d:dict, k): d[k] = d.get(k, 0) + 1
 _name = attrgetter('name')
+_BY_FD = os.scandir in os.supports_fd
+
+def _open_folder(folder:str) -> tuple[int|None, list]:
+    "(a descriptor of the folder or None, its entries by name): a `stat` relative to the folder skips walking its path again for every file."
+    if not _BY_FD:
+        with os.scandir(folder) as it: return None, sorted(it, key=_name)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, 'O_CLOEXEC', 0))
+    try:
+        with os.scandir(fd) as it: return fd, sorted(it, key=_name) # each entry's stat() is then fstatat(fd, name)
+    except BaseException: os.close(fd); raise
 
 def discover(root:str|Path, # collection folder
              masks:list[str], # masks a relative path must match
              left_out:dict|None=None # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files
             ):
     "Yield (relative path, path to read, stat) of every file of the collection (a link inside it: its target)."
-    real_root = os.path.realpath(root); match = masks_re(tuple(masks)).match
+    real_root, m = os.path.realpath(root), masks_re(tuple(masks))
+    match, nm = m.match, m.name_match
     inside = lambda p: p == real_root or p.startswith(real_root + os.sep)
     seen, stack = {real_root}, [(str(root), real_root, '')] # (folder, its real path, its relative path)
     while stack:
         folder, real, rel = stack.pop()
-        try:
-            with os.scandir(folder) as it: entries = sorted(it, key=_name)
+        try: fd, entries = _open_folder(folder)
         except OSError: continue
-        for e in entries:
-            name = e.name
-            r = unicodedata.normalize('NFC', rel + name) # one name for a file however the disk spells it
-            try:
-                if (name[0] == '.' or name == 'node_modules') and hidden(name, e.is_dir()):
-                    if left_out is not None and name != 'node_modules' and e.is_file(follow_symlinks=False): _count(left_out, 'hidden')
-                    continue
-                link = e.is_symlink() # only links need `realpath` (a `stat` of every part of the path)
-                if link and not inside(target := os.path.realpath(e.path)): continue
-                if e.is_dir():
-                    sub = target if link else real + os.sep + name
-                    if sub not in seen: seen.add(sub); stack.append((e.path, sub, r + '/'))
-                elif e.is_file():
-                    if match(r): yield r, target if link else e.path, e.stat() # the stat: one system call per file, most of a scan's cost
-                    elif left_out is not None: _count(left_out, os.path.splitext(name)[1].lower() or '(none)')
-            except OSError: continue
+        pre = folder if folder.endswith(os.sep) else folder + os.sep
+        try: yield from _files(entries, pre, real, rel, left_out, match, nm, inside, seen, stack)
+        finally:
+            if fd is not None: os.close(fd)
+
+def _files(entries, pre, real, rel, left_out, match, nm, inside, seen, stack):
+    "`discover`'s loop over one folder's entries: its files yielded, its folders pushed on `stack`."
+    for e in entries:
+        name = e.name
+        try:
+            if name[0] != '.' and name != 'node_modules' and e.is_file(follow_symlinks=False): # a plain file (from the folder's listing): the common case, kept short
+                r = rel + name
+                if not r.isascii(): r = unicodedata.normalize('NFC', r); name = r.rpartition('/')[2] # one name for a file however the disk spells it
+                if nm(name) if nm else match(r): yield r, pre + e.name, e.stat() # the stat: one system call per file, most of a scan's cost
+                elif left_out is not None: _count(left_out, os.path.splitext(name)[1].lower() or '(none)')
+                continue
+            r = unicodedata.normalize('NFC', rel + name)
+            if (name[0] == '.' or name == 'node_modules') and hidden(name, e.is_dir()):
+                if left_out is not None and name != 'node_modules' and e.is_file(follow_symlinks=False): _count(left_out, 'hidden')
+                continue
+            link = e.is_symlink() # only links need `realpath` (a `stat` of every part of the path)
+            if link and not inside(target := os.path.realpath(pre + name)): continue
+            if e.is_dir():
+                sub = target if link else real + os.sep + name
+                if sub not in seen: seen.add(sub); stack.append((pre + name, sub, r + '/'))
+            elif e.is_file():
+                if match(r): yield r, target if link else pre + name, e.stat()
+                elif left_out is not None: _count(left_out, os.path.splitext(name)[1].lower() or '(none)')
+        except OSError: continue
+
+# %% ../../nbs/engine/04b_discover.ipynb #8b932585
+@dataclass
+class Listing:
+    "A collection's files as `discover` walks them, in columns."
+    keys: list # relative paths, in walk order
+    fulls: list # the path to read each from
+    stats: list # each one's `os.stat_result`
+    sig: bytes|None # (size, mtime_ns, inode) of each as int64s (None: a value does not fit)
+    newest_ns: int # the latest mtime (ns) among them
+
+def listing(root:str|Path, # collection folder
+            masks:list[str], # masks a relative path must match
+            left_out:dict|None=None # as `discover`
+           ) -> Listing:
+    "The collection's files (as `discover` yields them) as a `Listing`."
+    keys, fulls, stats, sig = [], [], [], []
+    for r, full, st in discover(root, masks, left_out):
+        keys.append(r); fulls.append(full); stats.append(st); sig += (st.st_size, st.st_mtime_ns, st.st_ino)
+    try: packed = array('q', sig).tobytes()
+    except OverflowError: packed = None # e.g. an inode number past 2**63: compared file by file instead
+    return Listing(keys, fulls, stats, packed, max(sig[1::3], default=0))

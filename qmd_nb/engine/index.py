@@ -13,11 +13,11 @@ from .config import Collection, check_name, check_path_text, norm_context_path, 
 from .errors import UsageError, NotFound, QmdError, DiskFull, disk_full
 from .text import Analyzer, doc_title
 from .store import Store, DocRow, generation, get_collection, check_allowed
-from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, forget_collection, rename_in_catalog, cached_conversion, cache_conversions, library_files
+from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, rename_in_catalog, cached_conversion, cache_conversions, library_files
 from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED, DEFAULT_MASK
 from .progress import progress_bar
-from .discover import glob_re, mask_match, discover
-from .scan import doc_meta, prepare_doc, read_inside, UpdateStats, stat_unchanged, racy, RACY_NS
+from .discover import glob_re, mask_match, discover, listing
+from .scan import doc_meta, prepare_doc, read_inside, UpdateStats, stat_unchanged, racy, RACY_NS, load_snapshots, save_snapshots, unchanged_since, narrow, snapshot_after
 
 # %% auto #0
 __all__ = ['ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword', 'update', 'covering', 'add_collection',
@@ -156,7 +156,9 @@ def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, 
     return stats, [gone_rows[r].hash for r in p.gone] + list(old_hash.values())
 
 def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress:bool|None=None, batch:int=500,
-                      convert_batch:int=64 # PDF/Word/HTML files converted together (in a process pool when many)
+                      convert_batch:int=64, # PDF/Word/HTML files converted together (in a process pool when many)
+                      snaps:dict|None=None, # collection -> `Snapshot` (`load_snapshots`): compared instead of the catalog, then brought up to date
+                      orphans:list|None=None # gets the contents that may have lost their last document
                      ) -> UpdateStats:
     "Bring one collection's documents in line with its folder."
     if not Path(c.path).is_dir(): raise NotFound(f"Collection '{c.name}' folder is missing: {c.path}")
@@ -164,11 +166,18 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
         raise NotFound(f"Collection '{c.name}' folder {c.path} now leads to {real} (it, or a folder above it, became a link): not updated; add it again if that is meant")
     began, since = time.time_ns(), scan_started(store, c.name)
     if since is None: note_scan(store, c.name, began) # a run killed before its end must still find what it read racy
-    left_out = {}
-    stats, _ = _sync(store, c, list(discover(c.path, c.masks, left_out)), doc_index(store, c.name), since, an, progress, batch, convert_batch)
-    stats.left_out = left_out
+    left_out, snap = {}, (snaps or {}).get(c.name)
+    ls = listing(c.path, c.masks, left_out)
+    if snap is not None and unchanged_since(ls, snap, since) and not has_problems(store, c.name):
+        return UpdateStats(c.name, unchanged=len(ls.keys), left_out=left_out) # nothing changed: nothing is written
+    files, known, same = narrow(ls, snap, since) if snap is not None else (list(zip(ls.keys, ls.fulls, ls.stats)), doc_index(store, c.name), 0)
+    stats, maybe = _sync(store, c, files, known, since, an, progress, batch, convert_batch)
+    stats.unchanged += same; stats.left_out = left_out
     set_problems(store, c.name, stats.problems); mark_updated(store, c.name, began)
+    if snaps is not None: snaps[c.name] = snapshot_after(store, c.name, ls, snap, files, known)
+    if orphans is not None: orphans += maybe
     return stats
+
 
 # %% ../../nbs/engine/05_index.ipynb #3c0888c6
 def refresh_keyword(store:Store):
@@ -180,27 +189,36 @@ def refresh_keyword(store:Store):
     refresh(store)
     with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES('keyword_fresh', ?)", (mark,))
 
+def _sweep(store:Store, hashes:list|None):
+    "Drop contents no document uses (only `hashes` when the last sweep saw the previous generation), and note the sweep."
+    drop_orphans(store, hashes); kv_set(store, 'swept', str(generation(store)))
+    store.shrink_wal() # the space of a big update's log, before the keyword index takes its own
+
 def update(store:Store, names:list[str]|None=None, # collections to update (default: all)
            progress:bool|None=None) -> list[UpdateStats]:
-    "Update collections, then drop unused content and bring the keyword index up to date."
+    """Update collections, then drop unused content and bring the keyword index up to date. One that finds nothing
+    changed writes nothing (a killed run's leftovers are still swept: the generation moved since the last sweep)."""
     with store.writing():
         store.reload_config() # another process may have changed collections while we waited
         cols = [get_collection(store, n) for n in names] if names else list(store.config.collections.values())
-        an, stats = Analyzer(), []
+        an, stats, snaps, maybe = Analyzer(), [], load_snapshots(store), []
+        was, swept = dict(snaps), kv_get(store, 'swept') == str(generation(store))
         for c in cols:
-            try: stats.append(update_collection(store, c, an, progress))
+            try: stats.append(update_collection(store, c, an, progress, snaps=snaps, orphans=maybe))
             except NotFound as e: stats.append(UpdateStats(c.name, error=str(e))) # e.g. an unmounted drive: keep its documents
             except DiskFull: # batches are committed as they go (as a kill leaves them): say what that means
                 store.shrink_wal()
                 raise disk_full(store.paths.cache, f"the update stopped in collection '{c.name}' (documents it re-indexed are kept, "
                                                    "the others keep their previous version; the index is consistent)") from None
-        drop_orphans(store) # always: a killed run may have left content no document uses
-        store.shrink_wal() # the space of a big update's log, before the keyword index takes its own
+        if not swept or any(s.changed for s in stats): _sweep(store, maybe if swept else None)
+        if snaps.keys() != was.keys() or any(snaps[n] is not s for n, s in was.items()):
+            save_snapshots(store, {n: s for n, s in snaps.items() if s is not None and n in store.config.collections})
         try: refresh_keyword(store)
         except DiskFull:
             raise disk_full(store.paths.cache, "the documents are updated, the keyword index is not (searches answer from its last commit); "
                                                "run 'qmd-nb update' again once there is room") from None
     return stats
+
 
 # %% ../../nbs/engine/05_index.ipynb #ec4a03b7
 def _reached(rel:Path) -> bool: return not any(p.startswith('.') or p == 'node_modules' for p in rel.parts) # as `discover` walks

@@ -6,16 +6,23 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/scan.html.md"""
 
 # %% ../../nbs/engine/04c_scan.ipynb #e279212d
 from __future__ import annotations
-import errno, os, stat
+import errno, marshal, os, stat, tempfile
+from array import array
+from itertools import starmap
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
-from .store import NewDoc
-from .catalog import Known
+from .store import NewDoc, Store
+from .catalog import Known, doc_index, listing_stamp, new_listing_token
 from .convert import KINDS
 from .fields import doc_stream
+from .discover import Listing
+from .errors import DiskFull
 
 # %% auto #0
-__all__ = ['RACY_NS', 'doc_meta', 'prepare_doc', 'read_inside', 'UpdateStats', 'stat_unchanged', 'racy']
+__all__ = ['RACY_NS', 'SNAPSHOT', 'doc_meta', 'prepare_doc', 'read_inside', 'UpdateStats', 'stat_unchanged', 'racy', 'Snapshot',
+           'load_snapshots', 'save_snapshots', 'snapshot_of', 'snapshot_known', 'unchanged_since', 'narrow',
+           'snapshot_after']
 
 # %% ../../nbs/engine/04c_scan.ipynb #eba5d426
 def doc_meta(meta:dict, # what the file says (converted metadata)
@@ -88,3 +95,99 @@ def stat_unchanged(k:Known, # what the catalog knows of the file
 def racy(st:os.stat_result, since_ns:int|None) -> bool:
     "Git's racy rule: a file whose mtime is not older than the last scan's start (less a second) could have been written again in the same tick."
     return since_ns is not None and st.st_mtime_ns >= since_ns - RACY_NS
+
+# %% ../../nbs/engine/04c_scan.ipynb #4e4eaa52
+SNAPSHOT = 'listing.snap' # beside the catalog
+
+class Snapshot(NamedTuple):
+    "What the catalog holds of a collection's files, in columns."
+    keys: list # relative paths, in walk order
+    sig: bytes # (size, mtime_ns, inode) of each, as int64s
+    ids: list # document ids
+
+def load_snapshots(store:Store) -> dict[str, Snapshot]:
+    "collection -> `Snapshot`, when the saved file is as current as the catalog ({} otherwise)."
+    try: stamp, cols = marshal.loads(store.paths.db.with_name(SNAPSHOT).read_bytes())
+    except (OSError, ValueError, EOFError, TypeError): return {}
+    return {n: Snapshot(*v) for n, v in cols.items()} if stamp == listing_stamp(store) else {}
+
+def save_snapshots(store:Store, snaps:dict[str, Snapshot]):
+    "Save snapshots under a new stamp (best effort: a snapshot that cannot be written is merely stale)."
+    try: stamp = new_listing_token(store)
+    except DiskFull: return # the stamp moved with the update's writes: the old file no longer matches
+    data, path = marshal.dumps((stamp, {n: tuple(s) for n, s in snaps.items()})), store.paths.db.with_name(SNAPSHOT)
+    tmp = None
+    try:
+        for f in path.parent.glob(SNAPSHOT + '.*.tmp'): f.unlink() # left by a writer killed mid-way (writers hold the write lock)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=SNAPSHOT + '.', suffix='.tmp')
+        with os.fdopen(fd, 'wb') as f: f.write(data)
+        os.replace(tmp, path)
+    except OSError: # e.g. a full disk: the next update reads the catalog
+        if tmp and os.path.exists(tmp): os.unlink(tmp)
+
+def snapshot_of(known:dict, # path -> `Known`: the catalog's rows of a collection
+                keys:list # the walk's order
+               ) -> Snapshot|None:
+    "The rows in the walk's order (rows it did not see after); None when a row lacks its stat."
+    order = [k for k in keys if k in known]
+    if len(order) < len(known): order += sorted(known.keys() - set(order))
+    sig = [x for k in order for x in known[k][1:4]]
+    if None in sig: return None
+    try: return Snapshot(order, array('q', sig).tobytes(), [known[k].id for k in order])
+    except OverflowError: return None
+
+def snapshot_known(s:Snapshot) -> dict[str, Known]:
+    "path -> `Known`, as `doc_index` would read it."
+    a = array('q', s.sig)
+    return dict(zip(s.keys, starmap(Known, zip(s.ids, a[0::3], a[1::3], a[2::3]))))
+
+# %% ../../nbs/engine/04c_scan.ipynb #e1e8a806
+def unchanged_since(ls:Listing, s:Snapshot, since_ns:int|None) -> bool:
+    "Whether every file is as the snapshot has it, by its stat, and none is racy: the whole comparison of a no-change update."
+    return ls.sig is not None and ls.keys == s.keys and ls.sig == s.sig and not (since_ns is not None and ls.newest_ns >= since_ns - RACY_NS)
+
+def _differ(a:bytes, b:bytes, n:int, chunk:int=256) -> list[int]:
+    "Positions of the (size, mtime, inode) triples that differ between two packed columns of `n` files, found chunk by chunk."
+    w, out = 24 * chunk, []
+    for k in range(0, 24 * n, w):
+        if a[k:k+w] != b[k:k+w]: out += [i for i in range(k // 24, min(n, (k + w) // 24)) if a[24*i:24*i+24] != b[24*i:24*i+24]]
+    return out
+
+def _same_files(ls:Listing, s:Snapshot, clean:float) -> tuple[list, dict, int]:
+    "`narrow` when the walk found the snapshot's paths in its order: the packed columns compared, a Python step only where they differ."
+    look = set(_differ(s.sig, ls.sig, len(ls.keys))) if ls.sig is not None else set(range(len(ls.keys)))
+    if ls.newest_ns >= clean: look.update(i for i, st in enumerate(ls.stats) if st.st_mtime_ns >= clean) # racy ones
+    a, files, known = array('q', s.sig), [], {}
+    for i in sorted(look):
+        rel = ls.keys[i]; files.append((rel, ls.fulls[i], ls.stats[i])); known[rel] = Known(s.ids[i], *a[3*i:3*i+3])
+    return files, known, len(ls.keys) - len(files)
+
+def narrow(ls:Listing, s:Snapshot, since_ns:int|None) -> tuple[list, dict, int]:
+    "(files to look at, the `Known` rows of those and of the documents whose file is gone, how many are unchanged)."
+    clean = since_ns - RACY_NS if since_ns is not None else float('inf')
+    if ls.keys == s.keys: return _same_files(ls, s, clean)
+    old, files, known, same = snapshot_known(s), [], {}, 0
+    for rel, full, st in zip(ls.keys, ls.fulls, ls.stats):
+        k = old.pop(rel, None)
+        if k is not None and k.mtime_ns == st.st_mtime_ns and k.size == st.st_size and k.inode == st.st_ino and st.st_mtime_ns < clean:
+            same += 1; continue
+        files.append((rel, full, st))
+        if k is not None: known[rel] = k
+    known.update(old) # gone
+    return files, known, same
+
+def snapshot_after(store:Store, collection:str, ls:Listing, s:Snapshot|None, files:list, known:dict) -> Snapshot|None:
+    "The collection's snapshot once `files` and `known` (what `narrow` gave) are synced: the rows of those read back."
+    if s is None: return snapshot_of(doc_index(store, collection), ls.keys)
+    looked = list(dict.fromkeys([r for r, _, _ in files] + list(known)))
+    back = doc_index(store, collection, paths=looked)
+    if ls.keys == s.keys and len(back) == len(looked) and all(k.mtime_ns is not None for k in back.values()): # edits only: patch in place
+        a, ids, pos = array('q', s.sig), list(s.ids), {r: i for i, r in enumerate(s.keys)} if len(looked) > 8 else None
+        for r, k in back.items():
+            i = pos[r] if pos else s.keys.index(r)
+            a[3*i:3*i+3] = array('q', (k.size, k.mtime_ns, k.inode)); ids[i] = k.id
+        return Snapshot(s.keys, a.tobytes(), ids)
+    rows = snapshot_known(s)
+    for r in looked: rows.pop(r, None)
+    rows.update(back)
+    return snapshot_of(rows, ls.keys)
