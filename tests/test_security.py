@@ -234,6 +234,17 @@ def test_rest_endpoints_with_every_kind_of_token(world):
     st = w['qmd'].json('status', '--json') # the private collection is still there, whole
     assert {c['name']: c['documents'] for c in st['collections']} == {'pub': 2, 'vault7': 1, 'publib': 1}
 
+def test_every_rest_operation_is_probed(world):
+    "Every operation the running server's OpenAPI lists has a probe above: an endpoint added later is not left unprobed."
+    w = world
+    spec = httpx.get(f"http://127.0.0.1:{w['ports']['qmd']}/openapi.json", headers={'Authorization': f"Bearer {w['tok']['admin']}"}).json()
+    probed = [(m, p.split('?')[0]) for _, m, p, *_ in rest_probes(w)]
+    missing = []
+    for path, ops in spec['paths'].items():
+        rx = re.compile('^' + re.sub(r'\\\{[^}]*\\\}', '.+', re.escape(path)) + '$') # /documents/{docid} matches /documents/anything
+        missing += [f'{m.upper()} {path}' for m in ops if not any(pm == m.upper() and rx.match(pp) for pm, pp in probed)]
+    assert len(spec['paths']) >= 10 and not missing, missing
+
 # -- MCP ------------------------------------------------------------------------------------------------------------------
 
 def call(name, args): return ('tools/call', {'name': name, 'arguments': args})

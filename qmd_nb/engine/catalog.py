@@ -114,12 +114,14 @@ def docs_by_ids(store:Store, ids) -> list[DocRow]:
         for r in store.q(f"SELECT {DOC_COLS} FROM documents WHERE id IN ({','.join('?'*len(part))})", part): rows[r[0]] = doc_row(r)
     return [rows[i] for i in ids if i in rows]
 
-def doc_bodies(store:Store, hashes:list[str]) -> dict:
+def doc_bodies(store:Store, hashes:list[str],
+               head:int|None=None # only the first `head` characters of each text (None: all of it)
+              ) -> dict:
     "hash -> (text, first body line) for several contents in one query."
     hashes, out = list(dict.fromkeys(hashes)), {}
     for k in range(0, len(hashes), 900):
         part = hashes[k:k+900]
-        out.update({h: (b, s) for h, b, s in store.q(f"SELECT hash, body, body_start FROM content WHERE hash IN ({','.join('?' * len(part))})", part)})
+        out.update({h: (b, s) for h, b, s in store.q(f"SELECT hash, {'body' if head is None else f'substr(body, 1, {int(head)})'}, body_start FROM content WHERE hash IN ({','.join('?' * len(part))})", part)})
     return out
 
 def doc_body(store:Store, hash:str) -> tuple[str, int]:

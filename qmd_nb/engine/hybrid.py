@@ -15,7 +15,7 @@ from .catalog import docs_by_ids, doc_bodies
 from .keyword import BM25Params, keyword_index
 from .search import keyword_hits, cited_by, families
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits
-from .rank import main_first, declared_alias, fold_aliases
+from .rank import main_first, declared_alias, fold_aliases, ALIAS_HEAD
 from .vectors import vector_hits, has_vectors
 from .chroma import VectorStore
 from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, minmax
@@ -271,7 +271,7 @@ def alias_fold(store:Store, hits:list, # the final ranking, best first (near-cop
     top = hits[:depth]
     if len(top) < 2: return hits
     rows = docs_by_ids(store, [h.doc_id for h in top])
-    bodies = doc_bodies(store, [d.hash for d in rows])
+    bodies = doc_bodies(store, [d.hash for d in rows], head=ALIAS_HEAD) # the declaration stands at the start: no whole texts on every query
     aliases = {d.id: a for d in rows if d.hash in bodies and (a := declared_alias(bodies[d.hash][0]))}
     if not aliases: return hits
     at = {h.doc_id: h for h in top}

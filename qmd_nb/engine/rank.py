@@ -13,10 +13,10 @@ from .keyword import KeywordIndex, BM25Params
 from .segment import EMPTY
 
 # %% auto #0
-__all__ = ['MAX_TERMS', 'BANDS', 'RUN_PAIRS', 'QUOTED', 'ALIAS', 'QueryTerms', 'query_terms', 'Occurrences', 'occurrences',
-           'exactness', 'nearness', 'phrase_match', 'proximity_bonus', 'overview_targets', 'jaccard', 'similar_pairs',
-           'group_by_pairs', 'duplicate_groups', 'title_holders', 'mentions', 'quoted_names', 'title_quoters',
-           'main_first', 'declared_alias', 'fold_aliases']
+__all__ = ['MAX_TERMS', 'BANDS', 'RUN_PAIRS', 'QUOTED', 'ALIAS', 'ALIAS_HEAD', 'QueryTerms', 'query_terms', 'Occurrences',
+           'occurrences', 'exactness', 'nearness', 'phrase_match', 'proximity_bonus', 'overview_targets', 'jaccard',
+           'similar_pairs', 'group_by_pairs', 'duplicate_groups', 'title_holders', 'mentions', 'quoted_names',
+           'title_quoters', 'main_first', 'declared_alias', 'fold_aliases']
 
 # %% ../../nbs/engine/04a_rank.ipynb #93f8a3d8
 MAX_TERMS = 64 # query words that take part in position matching
@@ -267,8 +267,9 @@ def main_first(keys:list, # each candidate's family (same-named pages share one;
 
 # %% ../../nbs/engine/04a_rank.ipynb #7f731438
 ALIAS = re.compile(r'\balias (?:of|for) (?:GNU )?`([^`\n]{1,80})`', re.I)
+ALIAS_HEAD = 400 # characters from a page's start where an alias declaration counts
 
-def declared_alias(text:str, head:int=400 # characters from the start where the declaration counts
+def declared_alias(text:str, head:int=ALIAS_HEAD # characters from the start where the declaration counts
                   ) -> str|None:
     "The name a page says near its start that it is an alias of, lower-cased (None: not an alias page)."
     m = ALIAS.search(text[:head])

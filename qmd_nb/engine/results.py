@@ -202,9 +202,11 @@ def _cut(line:str, terms:set, n:int) -> str:
     return ('…' if a else '') + line[a:a+n-2].strip() + ('…' if a + n - 2 < len(line) else '')
 
 # %% ../../nbs/engine/05d_results.ipynb #3c4e8144
-def context_of(store:Store, d:DocRow) -> str|None:
+def context_of(store:Store, d:DocRow,
+               contexts:dict|None=None # the config's contexts, when the caller has read them already (default: read them)
+              ) -> str|None:
     "The contexts that apply to a document, joined general to specific, or None."
-    c = contexts_for(store.config.contexts, d.collection, d.path)
+    c = contexts_for(store.config.contexts if contexts is None else contexts, d.collection, d.path)
     return '\n\n'.join(c) if c else None
 
 def docids(store:Store, hashes:list[str], n:int=6) -> dict:
@@ -246,7 +248,6 @@ def to_results(store:Store, hits:list[Hit], query:str) -> list[SearchResult]:
         text, start = bodies[d.hash]
         snip, line = make_snippet(text, start, terms, pats=pats, within=(h.line, h.end_line) if h.line else None)
         dups = [dict(file=copies[i][0], docid=ids[copies[i][1]]) for i in h.duplicates if i in copies]
-        c = contexts_for(contexts, d.collection, d.path)
-        out.append(SearchResult(ids[d.hash], d.file, d.title, min(h.score, 1.0), '\n\n'.join(c) if c else None, snip, line, d.collection, d.path,
+        out.append(SearchResult(ids[d.hash], d.file, d.title, min(h.score, 1.0), context_of(store, d, contexts), snip, line, d.collection, d.path,
                                 h.explain, page_of(d.meta, line), dups))
     return out

@@ -169,8 +169,7 @@ def narrow(ls:Listing, s:Snapshot, since_ns:int|None) -> tuple[list, dict, int]:
     old, files, known, same = snapshot_known(s), [], {}, 0
     for rel, full, st in zip(ls.keys, ls.fulls, ls.stats):
         k = old.pop(rel, None)
-        if k is not None and k.mtime_ns == st.st_mtime_ns and k.size == st.st_size and k.inode == st.st_ino and st.st_mtime_ns < clean:
-            same += 1; continue
+        if k is not None and stat_unchanged(k, st, since_ns): same += 1; continue
         files.append((rel, full, st))
         if k is not None: known[rel] = k
     known.update(old) # gone

@@ -22,7 +22,7 @@ from ..engine.expand import parse_typed
 from ..engine.rerank import candidates, get_reranker
 from ..engine.vectors import has_vectors
 from ..engine.keyword import BM25Params, keyword_index
-from ..engine.rank import similar_pairs, group_by_pairs, title_holders, main_first, declared_alias, fold_aliases
+from ..engine.rank import similar_pairs, group_by_pairs, title_holders, main_first, declared_alias, fold_aliases, ALIAS_HEAD
 from ..engine.text import Analyzer
 from ..engine.hybrid import QueryParams, exact_ids, gather, fuse, fusion_params, list_weight, wants_expansion, rerank_order, evidenced
 from .eval import EvalReport, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
@@ -283,7 +283,7 @@ def alias_groups(c:LabCache, groups:list[list], depth:int) -> list[list]:
     if len(top) < 2: return groups
     need = [g[0] for g in top if g[0] not in c.aliases]
     if need:
-        rows = docs_by_ids(c.store, need); bodies = doc_bodies(c.store, [d.hash for d in rows])
+        rows = docs_by_ids(c.store, need); bodies = doc_bodies(c.store, [d.hash for d in rows], head=ALIAS_HEAD)
         c.aliases.update({d.id: (declared_alias(bodies[d.hash][0]) if d.hash in bodies else None, (d.title or '').strip().lower()) for d in rows})
     known = [g[0] for g in top if g[0] in c.aliases]
     al = {d: c.aliases[d][0] for d in known if c.aliases[d][0]}
