@@ -18,7 +18,7 @@ from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .results import Hit, MAX_LIMIT, SearchResult, check_search_args, collection_names, to_results
 
 # %% auto #0
-__all__ = ['families', 'quote_matrix', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
+__all__ = ['families', 'quote_matrix', 'title_names', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
 
 # %% ../../nbs/engine/06_search.ipynb #0a1652a3
 def _ordered(scores:np.ndarray, doc_ids:np.ndarray, k:int|None) -> np.ndarray:
@@ -72,7 +72,7 @@ def _rescore(store:Store, ki:KeywordIndex, g:np.ndarray, base:np.ndarray, q:Quer
     if p.overview_yield and (ov := overview_targets(ki, g, np.where(exact >= 2, start, -1), p)): _yield(store, ki, g, s, ov, why['yields_to'])
     if p.authority_weight and m > 1 and exact.max() < m: # no candidate quotes the query: a question, not a quotation
         top = np.argsort(-s, kind='stable')[:p.authority_depth]
-        why['authority'][top] = p.authority_weight * np.log1p(cited_by(store, ki, g[top], p.authority_title_words))
+        why['authority'][top] = p.authority_weight * np.log1p(cited_by(store, ki, g[top], p.authority_title_words, named=p.authority_named))
         s = s + why['authority']
         if p.main_copy_first: top = np.argsort(-s, kind='stable')[:p.authority_depth]; s[top] = main_first(*families(store, ki.doc_ids[g[top]]), s[top])
     return s, why
@@ -99,17 +99,28 @@ def quote_matrix(store:Store, ids:list[int], titles:list[str]) -> np.ndarray:
     bodies = doc_bodies(store, list(hashes.values()))
     return title_quoters([quoted_names(bodies[hashes[i]][0]) if hashes.get(i) in bodies else set() for i in ids], titles)
 
+def title_names(store:Store, ids:list[int], title_words:int=3, # titles longer than this are sentences, not names
+                named:bool=True # a name also says the same words as its file name (`tar.md` 'tar', `Get-Job.md` 'Get-Job')
+               ) -> tuple[list[list[str]], dict]:
+    "Each document's title as the words of a name ([] when it is not one), and the titles by id."
+    rows = {i: (t or '', p) for i, t, p in store.q(f"SELECT id, title, path FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)} if ids else {}
+    an, out = Analyzer(), []
+    for i in ids:
+        t, path = rows.get(i, ('', ''))
+        w, name = an.terms(t), path.rpartition('/')[2]
+        out.append(w if len(w) <= title_words and (not named or w == an.terms(name.rpartition('.')[0] or name)) else [])
+    return out, {i: r[0] for i, r in rows.items()}
+
 def cited_by(store:Store, ki:KeywordIndex, g:np.ndarray, # candidate slots
              title_words:int=3, # titles longer than this are sentences, not names: nobody points to them by name
-             quoted:bool=False # count only candidates that quote the title as a name, not those holding its words
+             quoted:bool=False, # count only candidates that quote the title as a name, not those holding its words
+             named:bool=True # only titles that name their page (`title_names`)
             ) -> np.ndarray:
     "For each candidate, how many of the others hold (or quote) its title: the page the others point to."
     ids = [int(d) for d in ki.doc_ids[g]]
-    titles = dict(store.q(f"SELECT id, title FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
-    an = Analyzer()
-    terms = [an.terms(titles.get(i, '')) for i in ids]
-    if quoted: return quote_matrix(store, ids, [titles.get(i, '') if len(t) <= title_words else '' for i, t in zip(ids, terms)]).sum(0)
-    return mentions(ki, g, [t if len(t) <= title_words else [] for t in terms])
+    terms, titles = title_names(store, ids, title_words, named)
+    if quoted: return quote_matrix(store, ids, [titles.get(i, '') if t else '' for i, t in zip(ids, terms)]).sum(0)
+    return mentions(ki, g, terms)
 
 def _yield(store:Store, ki:KeywordIndex, g:np.ndarray, s:np.ndarray, ov:dict, yields:dict):
     "Overview pages give their place to the candidate their matched entry links to, and follow it."
