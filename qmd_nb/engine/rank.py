@@ -43,30 +43,37 @@ class Occurrences:
 
 def occurrences(ki:KeywordIndex, g:np.ndarray, # candidate document slots
                 q:QueryTerms) -> Occurrences:
-    "Positions of every query word in every candidate, read from the index's position lists."
-    g = np.asarray(g, np.int64)
-    seg, loc = ki.locate(g)
-    C, W, P = [], [], []
+    "Positions of every query word in every candidate, read from the index's position lists (one read per segment)."
+    seg, loc = ki.locate(np.asarray(g, np.int64))
+    mine = {si: (c, loc[c]) for si in set(seg.tolist()) for c in [np.flatnonzero(seg == si)]} # each segment's candidates
+    parts = [] # (term, segment, postings that are candidates', those candidates), in query order
     for t in q.unique:
-        qi = [i for i, x in enumerate(q.terms) if x == t]
         for si, sl in ki.lookup(t):
-            s, mine = ki.segs[si], np.flatnonzero(seg == si)
-            if not len(mine) or sl.stop == sl.start: continue
-            pd = s.pdoc[sl]
-            j = np.searchsorted(pd, loc[mine])
+            if si not in mine or sl.stop == sl.start: continue
+            c, l = mine[si]; pd = ki.segs[si].pdoc[sl]
+            j = np.searchsorted(pd, l)
             ok = j < len(pd)
-            ok[ok] = np.asarray(pd[j[ok]]) == loc[mine][ok]
-            if not ok.any(): continue
-            pi = sl.start + j[ok]
-            a, b = np.asarray(s.pptr[pi]), np.asarray(s.pptr[pi + 1])
-            lens = b - a
-            ends = np.cumsum(lens)
-            flat = np.repeat(a - (ends - lens), lens) + np.arange(ends[-1] if len(ends) else 0)
-            pos = np.asarray(s.pos[flat], np.int64)
-            cand = np.repeat(mine[ok], lens)
-            for i in qi: C.append(cand); W.append(np.full(len(cand), i, np.int64)); P.append(pos)
-    if not C: return Occurrences(*(np.zeros(0, np.int64),) * 3)
-    return Occurrences(np.concatenate(C), np.concatenate(W), np.concatenate(P))
+            ok[ok] = np.asarray(pd[j[ok]]) == l[ok]
+            if ok.any(): parts.append((t, si, sl.start + j[ok], c[ok]))
+    got = {}
+    for si in {p[1] for p in parts}:
+        ks = [k for k, p in enumerate(parts) if p[1] == si]
+        got.update(zip(ks, _positions(ki.segs[si], [parts[k][2] for k in ks], [parts[k][3] for k in ks])))
+    rows = [(got[k], i) for k, p in enumerate(parts) for i in (i for i, x in enumerate(q.terms) if x == p[0])] # a repeated word: its rows again
+    if not rows: return Occurrences(*(np.zeros(0, np.int64),) * 3)
+    return Occurrences(np.concatenate([r[0][0] for r in rows]), np.repeat(np.array([i for _, i in rows], np.int64), [len(r[0][0]) for r in rows]),
+                       np.concatenate([r[0][1] for r in rows]))
+
+def _positions(s, pis:list, cands:list) -> list[tuple[np.ndarray, np.ndarray]]:
+    "(candidate, position) rows of several lists of postings of one segment (`s`), read in one gather."
+    pi = np.concatenate(pis)
+    a, b = np.asarray(s.pptr[pi]), np.asarray(s.pptr[pi + 1])
+    lens = b - a
+    ends = np.cumsum(lens)
+    flat = np.repeat(a - (ends - lens), lens) + np.arange(ends[-1] if len(ends) else 0)
+    pos, cand = np.asarray(s.pos[flat], np.int64), np.repeat(np.concatenate(cands), lens)
+    cut = ends[np.cumsum([len(p) for p in pis])[:-1] - 1] # where each list's rows end
+    return list(zip(np.split(cand, cut), np.split(pos, cut)))
 
 # %% ../../nbs/engine/04a_rank.ipynb #bb898ada
 _SHIFT = np.int64(1 << 34) # positions and offsets stay far below this
