@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import lru_cache
-from itertools import accumulate, count, repeat
+from itertools import accumulate, compress, count, repeat
 from bisect import bisect_left
-from operator import add
+from operator import add, not_
 from dataclasses import dataclass, field, replace
 from .errors import UsageError
 from .config import contexts_for
@@ -180,11 +180,17 @@ def _best_line_words(lines:list[str], start:int, terms:set, text:str|None=None #
     if first is None: return min(start, max(len(lines) - 1, 0))
     text = '\n'.join(lines) if text is None else text
     if text.isascii(): f, lens = text.lower(), map(len, lines)
-    else: folded = [l.lower() if l.isascii() else fold(l) for l in lines]; f, lens = '\n'.join(folded), map(len, folded)
+    else:
+        folded = text.lower().split('\n') # an ASCII line lower-cased alone or in the text: the same
+        for i in compress(count(), map(not_, map(str.isascii, lines))): folded[i] = fold(lines[i]) # only the others are folded
+        f, lens = '\n'.join(folded), map(len, folded)
     ends = list(map(add, accumulate(lens), count())) # where each line of `f` ends
     at, seen = ends[first - 1] + 1 if first else 0, Counter()
-    for p in pats: # the lines each term claims from the first body line on: one match per line
-        seen.update(map(bisect_left, repeat(ends), [m.start() for m in p.finditer(f, at)]))
+    for t, p in zip(sorted(terms), pats): # the lines each term claims from the first body line on: one match per line
+        a = f.find(t, at) # str.find is quicker than the regex's own search: the regex runs from a term's first occurrence to its last
+        if a < 0: continue
+        b = f.find('\n', f.rfind(t) + len(t))
+        seen.update(map(bisect_left, repeat(ends), [m.start() for m in p.finditer(f, a, b if b >= 0 else len(f))]))
     if not seen: return first
     n = max(seen.values())
     return min(i for i, c in seen.items() if c == n)
