@@ -14,7 +14,8 @@ from .store import Store
 from .chunk import Chunk
 
 # %% auto #0
-__all__ = ['chroma_url', 'chroma_client', 'space_name', 'vector_generation', 'VectorStore', 'save_matrix', 'load_matrix']
+__all__ = ['chroma_url', 'chroma_client', 'space_name', 'vector_generation', 'VectorStore', 'save_matrix', 'load_matrix',
+           'prune_matrices']
 
 # %% ../../nbs/engine/09a_chroma.ipynb #330c2995
 def chroma_url(store:Store, env:dict|None=None) -> str|None:
@@ -172,3 +173,14 @@ def load_matrix(f:Path, gen:int) -> tuple[np.ndarray, dict]|None:
         M = np.load(mf, allow_pickle=False, mmap_mode='r' if mf.stat().st_size > 4096 else None) # an empty one cannot be mapped
         return M, arrays
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile): return None
+
+def prune_matrices(saved:list[Path], # `.npz` files of `save_matrix`
+                   gen:int, # the current vector generation
+                   keep:int=4):
+    "Remove the saved matrices of other generations (never served again), and all but the `keep` newest of this one."
+    def gen_of(f):
+        try:
+            with np.load(f, allow_pickle=False) as z: return int(z['gen'])
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile): return None
+    mine = sorted((f for f in saved if gen_of(f) == gen), key=lambda f: f.stat().st_mtime, reverse=True)
+    for f in [f for f in saved if f not in mine[:keep]]: _unlink(f, *f.parent.glob(f'{f.stem}.*.npy'))

@@ -20,7 +20,7 @@ from .catalog import doc_bodies
 from .progress import progress_bar, set_total
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
-from .chroma import VectorStore, space_name, vector_generation, chroma_url, save_matrix, load_matrix
+from .chroma import VectorStore, space_name, vector_generation, chroma_url, save_matrix, load_matrix, prune_matrices
 
 # %% auto #0
 __all__ = ['EXACT_MAX', 'SMALL_SHARE', 'OVERFETCH', 'VectorIndexMissing', 'pending_hashes', 'record_embedded', 'orphan_vectors',
@@ -234,7 +234,9 @@ def subset_index(store:Store, vs:VectorStore, names:list[str], # the collections
     f, gen = store.paths.vectors_dir/f'exact-{space_name(vs.fingerprint)}-{key}.npz', vector_generation(store, vs.fingerprint)
     ex = _load_exact(f, gen)
     if ex is not None and np.isin(list(allowed), ex.hashes).all(): return ex # contents since left out are masked by the caller
-    return _saved_exact(f, gen, lambda: vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]))
+    ex = _saved_exact(f, gen, lambda: vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]))
+    prune_matrices([p for p in f.parent.glob(f'exact-{space_name(vs.fingerprint)}-*.npz') if '.' not in p.stem], gen) # a few collection sets' matrices kept, of this generation
+    return ex
 
 
 # %% ../../nbs/engine/10_vectors.ipynb #4fe240e6
