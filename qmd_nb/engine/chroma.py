@@ -157,7 +157,8 @@ def save_matrix(f:Path, # the `.npz` of the small arrays; the matrix goes beside
                 gen:int, # the vector generation the matrix was read at
                 M:np.ndarray, **arrays):
     "Save a matrix (memory-mappable) and its arrays for `load_matrix`, if the disk takes them (a cache: no file on failure)."
-    mf, tmp = f.with_name(f'{f.stem}.{secrets.token_hex(6)}.npy'), f.with_name(f'{f.stem}.{os.getpid()}.tmp.npz')
+    token = secrets.token_hex(6) # names of this write's own: another process or thread may be saving the same matrix
+    mf, tmp = f.with_name(f'{f.stem}.{token}.npy'), f.with_name(f'{f.stem}.{token}.tmp.npz')
     try:
         f.parent.mkdir(parents=True, exist_ok=True)
         np.save(mf, np.ascontiguousarray(M)); np.savez(tmp, gen=gen, matrix=mf.name, **arrays); os.replace(tmp, f)
