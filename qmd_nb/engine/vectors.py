@@ -232,10 +232,13 @@ def subset_index(store:Store, vs:VectorStore, names:list[str], # the collections
     "The exact index of some collections' chunks, from its saved copy (when it holds every allowed content), or Chroma."
     key = hashlib.sha1('\n'.join([chroma_url(store) or '', *sorted(names)]).encode()).hexdigest()[:12]
     f, gen = store.paths.vectors_dir/f'exact-{space_name(vs.fingerprint)}-{key}.npz', vector_generation(store, vs.fingerprint)
+    last, held = store.root.cache.get(('vsubset', vs.fingerprint), (None, None, None)), lambda ex: np.isin(list(allowed), ex.hashes).all()
+    if last[:2] == (f, gen) and held(last[2]): return last[2] # the last one read (its copy may not have been saved)
     ex = _load_exact(f, gen)
-    if ex is not None and np.isin(list(allowed), ex.hashes).all(): return ex # contents since left out are masked by the caller
-    ex = _saved_exact(f, gen, lambda: vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]))
-    prune_matrices([p for p in f.parent.glob(f'exact-{space_name(vs.fingerprint)}-*.npz') if '.' not in p.stem], gen) # a few collection sets' matrices kept, of this generation
+    if ex is None or not held(ex): # contents since left out are masked by the caller; new ones need a new matrix
+        ex = _saved_exact(f, gen, lambda: vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]))
+        prune_matrices([p for p in f.parent.glob(f'exact-{space_name(vs.fingerprint)}-*.npz') if '.' not in p.stem], gen) # a few, of this generation
+    store.root.cache[('vsubset', vs.fingerprint)] = (f, gen, ex)
     return ex
 
 
