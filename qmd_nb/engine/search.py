@@ -18,16 +18,33 @@ from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .results import Hit, MAX_LIMIT, SearchResult, check_search_args, collection_names, to_results
 
 # %% auto #0
-__all__ = ['families', 'quote_matrix', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
+__all__ = ['SAMPLE', 'families', 'quote_matrix', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
 
 # %% ../../nbs/engine/06_search.ipynb #0a1652a3
 def _ordered(scores:np.ndarray, doc_ids:np.ndarray, k:int|None) -> np.ndarray:
     "Positions of the non-zero scores, best first, ties by doc id; only the top `k` (with ties) when given."
-    idx = np.flatnonzero(scores > 0)
-    if k is not None and len(idx) > k:
-        kth = np.partition(scores[idx], len(idx) - k)[len(idx) - k]
-        idx = idx[scores[idx] >= kth]
+    idx = None if k is None else _top_slots(scores, k)
+    if idx is None:
+        idx = np.flatnonzero(scores > 0)
+        if k is not None and len(idx) > k:
+            kth = np.partition(scores[idx], len(idx) - k)[len(idx) - k]
+            idx = idx[scores[idx] >= kth]
     return idx[np.lexsort((doc_ids[idx], -scores[idx]))]
+
+SAMPLE = 2048 # scores looked at to bound the top k from below, in a large index
+
+def _top_slots(scores:np.ndarray, k:int) -> np.ndarray|None:
+    "The slots of the `k` best positive scores (with ties), in slot order, partitioning only the scores above a bound a sample gives; None when it cannot tell."
+    n = len(scores)
+    if n < 4 * SAMPLE: return None
+    sample = scores[::n // SAMPLE]
+    j = min(len(sample), 4 * k * len(sample) // n + 1) # the sample's rank above which some 4k scores of all lie
+    v = np.partition(sample, len(sample) - j)[len(sample) - j]
+    if v <= 0: return None
+    sel = np.flatnonzero(scores >= v)
+    if len(sel) < k: return None # fewer than k above the bound: it says nothing of the k-th score
+    kth = np.partition(scores[sel], len(sel) - k)[len(sel) - k] # k at least lie above the bound: the k-th best is among them
+    return sel[scores[sel] >= kth]
 
 def _excluded_mask(ki:KeywordIndex, an:Analyzer, excluded:list[str]) -> tuple[np.ndarray|None, list[str]]:
     "Documents holding an excluded single term, and the multi-word exclusions left to check on positions."
