@@ -15,7 +15,8 @@ it (keyword) and until /vsearch ranks it (vector; the corpus gets synthetic vect
 model would chunk it, so the store has its real size and the watcher embeds each save with the real model).
 Then vsearch p50 on make_corpus.py's 1M-chunk set: in-process with the embedded Chroma store, and with --chroma-url
 against a Chroma server (`auto` starts `chroma run` on loopback over the same files), unfiltered and restricted to a
-collection holding 10% and 90% of the chunks; the query embedding is included, as a user waits for it.
+collection holding 10% and 90% of the chunks (p50 of wall and of the process's CPU time); the query embedding is included, as a
+user waits for it; then `qmd-nb vsearch` processes, unfiltered and restricted to the 10% collection.
 Prints a table with the goals and writes bench/scale_results.json (the notebook nbs/12b_scale plots it).
 --phases picks what to measure (process,equal,keyword,breakdown,watch; default all; equal: the incremental index's
 keyword top 10 after the one-file updates against the same catalog's index built whole) and --keep-home reuses each size's index
@@ -233,11 +234,12 @@ out = {}
 for name, coll in (('unfiltered', None), ('10% collection', 'small'), ('90% collection', 'big')):
     t = time.perf_counter(); vsearch(st, emb, qs[0] + ' warm', 10, coll); first = (time.perf_counter() - t) * 1000
     for q in qs[:10]: vsearch(st, emb, q + ' ' + name, 10, coll)
-    lat = []
+    lat, cpu = [], []
     rest = qs[10:] or qs
     for k in range(100): # the descriptions again and again, each time with other words (no cached embedding)
-        q = f'{rest[k % len(rest)]} {name} {k // len(rest)}'; t = time.perf_counter(); vsearch(st, emb, q, 10, coll, 0.0); lat.append((time.perf_counter() - t) * 1000)
-    out[name] = dict(p50=statistics.median(lat), p95=sorted(lat)[int(0.95 * len(lat))], first=first)
+        q = f'{rest[k % len(rest)]} {name} {k // len(rest)}'; t, c = time.perf_counter(), time.process_time(); vsearch(st, emb, q, 10, coll, 0.0)
+        lat.append((time.perf_counter() - t) * 1000); cpu.append((time.process_time() - c) * 1000)
+    out[name] = dict(p50=statistics.median(lat), p95=sorted(lat)[int(0.95 * len(lat))], first=first, cpu_p50=statistics.median(cpu))
 import resource
 print(json.dumps(dict(lat=out, peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
 """
@@ -248,7 +250,9 @@ def vsearch_run(home:Path, queries:Path, env:dict) -> tuple[dict, dict]:
     r = json.loads(subprocess.run([sys.executable, '-c', VSEARCH, str(home), str(queries)], env=env, capture_output=True, text=True, encoding='utf-8', check=True).stdout)
     q = [l for l in queries.read_text(encoding='utf-8').split('\n') if l.strip()][-1]
     runs = [timed(['vsearch', f'{q} {k}', '-n', '10', '--min-score', '0'], {**env, 'QMD_NB_HOME': str(home)}) for k in range(3)]
-    return r['lat'], dict(loop_peak_mib=r['peak_mib'], cli_process_s=med([w for w, _ in runs]), cli_peak_mib=max(m for _, m in runs))
+    small = [timed(['vsearch', f'{q} {k}', '-n', '10', '--min-score', '0', '-c', 'small'], {**env, 'QMD_NB_HOME': str(home)}, cpu=True) for k in range(3)]
+    return r['lat'], dict(loop_peak_mib=r['peak_mib'], cli_process_s=med([w for w, _ in runs]), cli_peak_mib=max(m for _, m in runs),
+                          cli_small_process_s=med([w for w, _ in small]), cli_small_cpu_s=med([c for _, c in small]))
 
 def vsearch_figures(corpus:Path, chroma_url:str|None) -> tuple[dict, dict]:
     "vsearch at 1M chunks, embedded Chroma, then (with a URL, or 'auto' for a `chroma run` here) a Chroma server: (latencies, process figures)."
@@ -346,10 +350,11 @@ def report(results:dict):
                   f" {e['identical']}/{e['queries']} queries ({e['hits']} hits); that whole keyword build took {e['keyword_full_build_s']:.2f} s")
     for where, r in results.get('vectors_1m', {}).items():
         for name, x in r.items():
-            print(f"vsearch 1M chunks, {where:8s} {name:15s} p50 {x['p50']:7.1f} ms  p95 {x['p95']:7.1f} ms  first {x['first']:8.1f} ms"
+            print(f"vsearch 1M chunks, {where:8s} {name:15s} p50 {x['p50']:7.1f} ms (CPU {x.get('cpu_p50', float('nan')):5.1f})  p95 {x['p95']:7.1f} ms  first {x['first']:8.1f} ms"
                   f"   goal {GOALS['1M']['vsearch_' + where + '_p50_ms']} ms")
     for where, x in results.get('vectors_1m_process', {}).items():
         print(f"vsearch 1M chunks, {where:8s} `qmd-nb vsearch` process {x['cli_process_s']:.2f} s, peak {x['cli_peak_mib']:.0f} MiB;"
               f" the loop's process peak {x['loop_peak_mib']:.0f} MiB" + (f"; the Chroma server {x['server_rss_mib']:.0f} MiB" if 'server_rss_mib' in x else ''))
+        if 'cli_small_process_s' in x: print(f"vsearch 1M chunks, {where:8s} `qmd-nb vsearch -c small` (10%) process {x['cli_small_process_s']:.2f} s, {x['cli_small_cpu_s']:.2f} s CPU")
 
 if __name__ == '__main__': main()

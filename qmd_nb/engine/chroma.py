@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/chroma.html.md"""
 
 # %% ../../nbs/engine/09a_chroma.ipynb #566a47cb
 from __future__ import annotations
-import hashlib, os, sys, threading
+import hashlib, os, secrets, sys, threading, zipfile
 from pathlib import Path
 import numpy as np
 from .errors import UsageError, disk_full, no_room, storage_error
@@ -14,7 +14,8 @@ from .store import Store
 from .chunk import Chunk
 
 # %% auto #0
-__all__ = ['chroma_url', 'chroma_client', 'space_name', 'vector_generation', 'VectorStore']
+__all__ = ['chroma_url', 'chroma_client', 'space_name', 'vector_generation', 'VectorStore', 'save_matrix', 'load_matrix',
+           'prune_matrices']
 
 # %% ../../nbs/engine/09a_chroma.ipynb #330c2995
 def chroma_url(store:Store, env:dict|None=None) -> str|None:
@@ -145,3 +146,42 @@ class VectorStore:
             out_ids += g['ids']; metas += g['metadatas']
             if len(g['ids']): vecs.append(np.asarray(g['embeddings'], dtype=np.float32))
         return out_ids, (np.concatenate(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)), metas
+
+# %% ../../nbs/engine/09a_chroma.ipynb #5a7e0c02
+def _unlink(*paths):
+    for p in paths:
+        try: p.unlink(missing_ok=True)
+        except OSError: pass
+
+def save_matrix(f:Path, # the `.npz` of the small arrays; the matrix goes beside it, under a name of its own
+                gen:int, # the vector generation the matrix was read at
+                M:np.ndarray, **arrays):
+    "Save a matrix (memory-mappable) and its arrays for `load_matrix`, if the disk takes them (a cache: no file on failure)."
+    token = secrets.token_hex(6) # names of this write's own: another process or thread may be saving the same matrix
+    mf, tmp = f.with_name(f'{f.stem}.{token}.npy'), f.with_name(f'{f.stem}.{token}.tmp.npz')
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        np.save(mf, np.ascontiguousarray(M)); np.savez(tmp, gen=gen, matrix=mf.name, **arrays); os.replace(tmp, f)
+    except OSError: return _unlink(tmp, mf)
+    _unlink(*[m for m in f.parent.glob(f'{f.stem}.*.npy') if m != mf]) # the matrices this one replaces
+
+def load_matrix(f:Path, gen:int) -> tuple[np.ndarray, dict]|None:
+    "(the matrix, memory-mapped; the arrays) saved in `f` for vector generation `gen`; None when absent, of another generation, or unreadable."
+    try:
+        with np.load(f, allow_pickle=False) as z:
+            if 'matrix' not in z.files or int(z['gen']) != gen: return None
+            arrays, mf = {k: z[k] for k in z.files if k not in ('gen', 'matrix')}, f.with_name(str(z['matrix']))
+        M = np.load(mf, allow_pickle=False, mmap_mode='r' if mf.stat().st_size > 4096 else None) # an empty one cannot be mapped
+        return M, arrays
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile): return None
+
+def prune_matrices(saved:list[Path], # `.npz` files of `save_matrix`
+                   gen:int, # the current vector generation
+                   keep:int=4):
+    "Remove the saved matrices of other generations (never served again), and all but the `keep` newest of this one."
+    def gen_of(f):
+        try:
+            with np.load(f, allow_pickle=False) as z: return int(z['gen'])
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile): return None
+    mine = sorted((f for f in saved if gen_of(f) == gen), key=lambda f: f.stat().st_mtime, reverse=True)
+    for f in [f for f in saved if f not in mine[:keep]]: _unlink(f, *f.parent.glob(f'{f.stem}.*.npy'))

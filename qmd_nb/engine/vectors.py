@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/vectors.html.md"""
 
 # %% ../../nbs/engine/10_vectors.ipynb #a2ade385
 from __future__ import annotations
-import os, time
+import hashlib, time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
@@ -20,12 +20,12 @@ from .catalog import doc_bodies
 from .progress import progress_bar, set_total
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
-from .chroma import VectorStore, space_name, vector_generation
+from .chroma import VectorStore, space_name, vector_generation, chroma_url, save_matrix, load_matrix, prune_matrices
 
 # %% auto #0
-__all__ = ['EXACT_MAX', 'VectorIndexMissing', 'pending_hashes', 'record_embedded', 'orphan_vectors', 'EmbedStats',
-           'token_counter', 'chunk_content', 'planned', 'expected_chunks', 'embed', 'ExactIndex', 'exact_index',
-           'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
+__all__ = ['EXACT_MAX', 'SMALL_SHARE', 'OVERFETCH', 'VectorIndexMissing', 'pending_hashes', 'record_embedded', 'orphan_vectors',
+           'EmbedStats', 'token_counter', 'chunk_content', 'planned', 'expected_chunks', 'embed', 'ExactIndex',
+           'exact_index', 'subset_index', 'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
 
 # %% ../../nbs/engine/10_vectors.ipynb #940e0778
 class VectorIndexMissing(QmdError):
@@ -185,7 +185,7 @@ class ExactIndex:
     def best(self, qv:np.ndarray, k:int, group_mask:np.ndarray|None=None) -> list[tuple]:
         "Top-k groups by their best chunk: (hash, seq, similarity, metadata)."
         if not len(self.hashes): return []
-        sims = self.M @ np.asarray(qv, dtype=np.float32)
+        sims = np.einsum('ij,j->i', self.M, np.asarray(qv, dtype=np.float32)) # not BLAS: its threads spin on a busy machine (3x the CPU)
         g = np.maximum.reduceat(sims, self.ptr)
         if group_mask is not None: g = np.where(group_mask, g, -np.inf)
         k = min(k, int(np.isfinite(g).sum()))
@@ -205,34 +205,47 @@ def _build_exact(ids, M, metas) -> ExactIndex:
     return ExactIndex(np.array([hs[i] for i in ptr]), ptr, np.array([metas[i]['seq'] for i in order]),
                       np.array([(metas[i]['start'], metas[i]['end']) for i in order]).reshape(-1, 2), M[order] if len(order) else M)
 
+def _load_exact(f:Path, gen:int) -> ExactIndex|None:
+    got = load_matrix(f, gen)
+    return None if got is None else ExactIndex(got[1]['hashes'], got[1]['ptr'], got[1]['seq'], got[1]['lines'], np.asarray(got[0]))
+
+def _saved_exact(f:Path, gen:int, fetch) -> ExactIndex:
+    "An exact index from `fetch()` (ids, vectors, metadatas), saved in `f` and served from there (memory-mapped: the page cache holds it)."
+    ex = _build_exact(*fetch())
+    save_matrix(f, gen, ex.M, hashes=ex.hashes, ptr=ex.ptr, seq=ex.seq, lines=ex.lines) # a cache: a read-only or full disk only costs a rebuild
+    return _load_exact(f, gen) or ex
+
 def exact_index(store:Store, vs:VectorStore) -> ExactIndex:
-    "The in-memory exact index of a vector store, from memory, its saved copy, or Chroma (in that order)."
+    "The exact index of a vector store, from memory, its saved copy, or Chroma (in that order)."
     store = store.root # every stored vector: shared by the views of the store, which mask it by collection
     gen = vector_generation(store, vs.fingerprint)
     key = ('exact', vs.fingerprint)
     if key in store.cache and store.cache[key][0] == gen: return store.cache[key][1]
     f = store.paths.vectors_dir/f'exact-{space_name(vs.fingerprint)}.npz'
-    ex = None
-    if f.exists():
-        z = np.load(f, allow_pickle=False)
-        if int(z['gen']) == gen: ex = ExactIndex(z['hashes'], z['ptr'], z['seq'], z['lines'], z['M'])
-    if ex is None:
-        ex = _build_exact(*vs.everything())
-        _save_exact(f, gen, ex)
+    ex = _load_exact(f, gen) or _saved_exact(f, gen, vs.everything)
     store.cache[key] = (gen, ex)
     return ex
 
-def _save_exact(f:Path, gen:int, ex:ExactIndex):
-    "Keep a copy for the next process, if the disk takes it (a cache: a read-only or full disk only costs a rebuild)."
-    tmp = f.with_name(f'{f.stem}.{os.getpid()}.tmp.npz')
-    try:
-        f.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(tmp, gen=gen, hashes=ex.hashes, ptr=ex.ptr, seq=ex.seq, lines=ex.lines, M=ex.M); os.replace(tmp, f)
-    except OSError:
-        try: tmp.unlink(missing_ok=True)
-        except OSError: pass
+def subset_index(store:Store, vs:VectorStore, names:list[str], # the collections
+                 allowed:dict # hash -> chunk count of their embedded contents
+                ) -> ExactIndex:
+    "The exact index of some collections' chunks, from its saved copy (when it holds every allowed content), or Chroma."
+    key = hashlib.sha1('\n'.join([chroma_url(store) or '', *sorted(names)]).encode()).hexdigest()[:12]
+    f, gen = store.paths.vectors_dir/f'exact-{space_name(vs.fingerprint)}-{key}.npz', vector_generation(store, vs.fingerprint)
+    last, held = store.root.cache.get(('vsubset', vs.fingerprint), (None, None, None)), lambda ex: np.isin(list(allowed), ex.hashes).all()
+    if last[:2] == (f, gen) and held(last[2]): return last[2] # the last one read (its copy may not have been saved)
+    ex = _load_exact(f, gen)
+    if ex is None or not held(ex): # contents since left out are masked by the caller; new ones need a new matrix
+        ex = _saved_exact(f, gen, lambda: vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]))
+        prune_matrices([p for p in f.parent.glob(f'exact-{space_name(vs.fingerprint)}-*.npz') if '.' not in p.stem], gen) # a few, of this generation
+    store.root.cache[('vsubset', vs.fingerprint)] = (f, gen, ex)
+    return ex
+
 
 # %% ../../nbs/engine/10_vectors.ipynb #4fe240e6
+SMALL_SHARE = 1/5 # a filter keeping less than this share of the stored chunks searches them exactly; a bigger one asks HNSW for more
+OVERFETCH = 2 # HNSW candidates fetched per wanted chunk, times the inverse of the filter's share
+
 def _allowed(store, fingerprint, names) -> dict:
     "hash -> chunk count of the embedded contents in the named collections."
     return dict(store.q(f"""SELECT e.hash, e.chunks FROM embedded e WHERE e.fingerprint = ? AND e.hash IN
@@ -255,10 +268,14 @@ def _filtered_chunks(store, vs, names) -> int:
     "How many stored chunks belong to the named collections."
     return sum(_allowed_cached(store, vs, names).values())
 
-def _subset(store, vs, names):
-    "Exact-search matrix of the filtered collections' chunks (one such matrix kept per fingerprint: they are big)."
-    return _cached(store, vs, 'vsubset', names, keep=2,
-                   build=lambda: vs.vectors([f'{h}:{i}' for h, n in _allowed_cached(store, vs, names).items() for i in range(n)]))
+def _subset(store, vs, names) -> tuple[ExactIndex, np.ndarray|None]:
+    "Exact index of the named collections' chunks, and the mask of their contents in it (None: all), once per catalog or vector change."
+    def build():
+        allowed = _allowed_cached(store, vs, names)
+        ex = subset_index(store, vs, names, allowed)
+        mask = np.isin(ex.hashes, list(allowed))
+        return ex, (None if mask.all() else mask)
+    return _cached(store, vs, 'vsubset', names, build, keep=2) # one per fingerprint in memory: built from Chroma, it is big
 
 def _names_mask(store, vs, ex, names):
     return _cached(store, vs, 'vmask', names, lambda: np.isin(ex.hashes, list(_allowed_cached(store, vs, names))))
@@ -267,8 +284,8 @@ def _hnsw_filtered(store, vs, qv, k, allowed:dict, total:int) -> list[tuple]:
     "Nearest chunks among `allowed` (hash -> chunk count) from a big store: over-fetch when they are many, else exact."
     mine = sum(allowed.values())
     if not mine: return []
-    if mine >= total / 5: # over-fetch, then keep what is allowed
-        return [c for c in vs.query(qv, min(total, int(k * total / mine * 2) + 10)) if c[0] in allowed][:k]
+    if mine >= total * SMALL_SHARE: # over-fetch, then keep what is allowed
+        return [c for c in vs.query(qv, min(total, int(k * total / mine * OVERFETCH) + 10)) if c[0] in allowed][:k]
     return _exact_top(*vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]), qv, k)
 
 def _exact_top(ids, M, metas, qv, k) -> list[tuple]:
@@ -292,10 +309,12 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
         return ex.best(qv, n + 10, mask) # one best chunk per content; a few spare for contents outside the filter
     k = n * per_doc + 10
     if not names and hashes is None: return vs.query(qv, k)
-    if hashes is None and _filtered_chunks(store, vs, names) >= total / 5: return _hnsw_filtered(store, vs, qv, k, _allowed_cached(store, vs, names), total)
-    if hashes is None: return _exact_top(*_subset(store, vs, names), qv, k) # a small share: exact search over the collections' cached matrix
+    if names and _filtered_chunks(store, vs, names) < total * SMALL_SHARE: # a small share: exact search over the collections' saved matrix
+        ex, mask = _subset(store, vs, names)
+        if hashes is not None: mask = np.isin(ex.hashes, list(hashes)) & (True if mask is None else mask)
+        return ex.best(qv, n + 10, mask) # one best chunk per content, as on the exact path above
     allowed = _allowed_cached(store, vs, names)
-    return _hnsw_filtered(store, vs, qv, k, {h: c for h, c in allowed.items() if h in hashes}, total)
+    return _hnsw_filtered(store, vs, qv, k, allowed if hashes is None else {h: c for h, c in allowed.items() if h in hashes}, total)
 
 # %% ../../nbs/engine/10_vectors.ipynb #18ecd447
 def has_vectors(store:Store, fingerprint:str) -> bool:
