@@ -6,8 +6,9 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/readpool.html.md"""
 
 # %% ../../nbs/engine/04d_readpool.ipynb #4d064a25
 from __future__ import annotations
-import errno, hashlib, os, signal
+import errno, hashlib, os, signal, threading
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator, NamedTuple
@@ -89,6 +90,14 @@ def _worker_start(parent:int):
     except (OSError, AttributeError): pass
     if os.getppid() != parent: os._exit(0) # the parent died before the line above
 
+@contextmanager
+def _children_ignore_ctrl_c():
+    "Processes started in here ignore Ctrl-C from their first instruction (an ignored signal stays ignored across exec, and Python then leaves it so)."
+    if threading.current_thread() is not threading.main_thread(): yield; return # only the main thread may set handlers
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) # a Ctrl-C in these few milliseconds is lost
+    try: yield
+    finally: signal.signal(signal.SIGINT, old)
+
 def _read_batch(files:list, collection:str, root:str, stem:bool, stop_words:frozenset) -> list:
     an = _analyzer(stem, stop_words)
     return [read_file(f, collection, root, an) for f in files]
@@ -112,6 +121,8 @@ def _in_order(pool, todo:deque, ahead:int, args:tuple) -> Iterator:
     "The answers of the batches in `todo`, in order, with at most `ahead` tasks queued; the rest here if a worker dies."
     from concurrent.futures.process import BrokenProcessPool
     queued = deque()
+    with _children_ignore_ctrl_c(): # the workers start with the first tasks: a Ctrl-C while they import must not print their tracebacks
+        while todo and len(queued) < ahead: b = todo.popleft(); queued.append((b, pool.submit(_read_batch, b, *args)))
     while todo or queued:
         while todo and len(queued) < ahead: b = todo.popleft(); queued.append((b, pool.submit(_read_batch, b, *args)))
         b, fut = queued.popleft()
