@@ -80,7 +80,7 @@ def _gone(pids:list[int], secs:float=10) -> bool:
 
 @pytest.mark.skipif(not (DATA/'tldr-pages').is_dir(), reason='needs ../shared/data')
 def test_interrupted_pooled_index_leaves_no_worker(tmp_path):
-    "Ctrl-C (to the whole process group, as a terminal sends it) and kill -9 (the parent alone) during a pooled first index."
+    "Ctrl-C (to the whole process group, as a terminal sends it), SIGTERM and kill -9 (to the parent alone) during a pooled first index."
     root = tmp_path/'pages'; shutil.copytree(DATA/'tldr-pages', root)
     n = sum(p.is_file() for p in root.rglob('*')) # all markdown, none hidden
     q = Qmd(tmp_path/'home')
@@ -89,6 +89,9 @@ def test_interrupted_pooled_index_leaves_no_worker(tmp_path):
     assert p.returncode == 130 and err == "\nInterrupted. The index is consistent; run the command again to finish.\n" and out == '', (p.returncode, err)
     assert _gone(kids) and 'has no collections yet' in q('collection', 'list').stdout # all or nothing: nothing
     p, kids = _started(q, root)
+    p.terminate(); p.communicate(timeout=60) # SIGTERM to the parent alone
+    assert _gone(kids)
+    p, kids = _started(q, root)
     p.kill(); p.communicate(timeout=60)
     assert _gone(kids) # the workers die with their parent (no orphan keeps reading)
     r = q('collection', 'add', root, '--name', 'p') # what the user does next
@@ -96,3 +99,20 @@ def test_interrupted_pooled_index_leaves_no_worker(tmp_path):
     db = sqlite3.connect(q.home/'cache'/'index'/'catalog.sqlite')
     assert db.execute('PRAGMA integrity_check').fetchone()[0] == 'ok'
     assert db.execute('SELECT COUNT(*) FROM documents').fetchone()[0] + len(q.json('status', '--json')['problems']) == n
+
+def test_stdio_mcp_catch_up_through_the_pool(tmp_path):
+    "qmd-nb mcp --watch catches up 700 files written while nobody watched through the pool, in the watcher's thread: the protocol stays whole."
+    import asyncio
+    root = write_tree(tmp_path/'notes', {'a.md': '# Alpha\n\nfirst\n'})
+    q = Qmd(tmp_path/'home'); q('collection', 'add', root, '--name', 'notes')
+    for i, p in enumerate(sorted((DATA/'tldr-pages'/'common').glob('*.md'))[:700]): (root/p.name).write_bytes(p.read_bytes())
+    async def run():
+        from mcp import Client
+        from mcp.client.stdio import StdioServerParameters
+        async with Client(StdioServerParameters(command=QMD_BIN, args=['mcp', '--watch'], env=q.env)) as c:
+            for _ in range(600):
+                res = (await c.call_tool('search', {'query': 'compress files', 'limit': 3})).structured_content['results']
+                if res: return res, (await c.call_tool('status', {})).structured_content
+                await asyncio.sleep(0.1)
+    res, status = asyncio.run(run())
+    assert res and status['totalDocuments'] == 701 and status['freshness']['error'] is None, status
