@@ -9,14 +9,13 @@ from __future__ import annotations
 from .store import DocRow, NewDoc, Store, DOC_COLS, bump_generation, doc_row, now_iso
 from typing import NamedTuple
 from .errors import NotFound
-from contextlib import contextmanager
 import json, os
 
 # %% auto #0
-__all__ = ['WRITE_CACHE_KIB', 'put_docs', 'touch_docs', 'move_docs', 'remove_docs', 'drop_orphans', 'write_cache', 'Known',
-           'doc_index', 'doc_hashes', 'docs_by_ids', 'doc_bodies', 'doc_body', 'listing_stamp', 'new_listing_token',
-           'has_problems', 'cached_conversion', 'cache_conversions', 'library_files', 'hashes_with_prefix', 'docid',
-           'is_docid', 'docs_by_docid', 'set_problems', 'replace_problems', 'add_problem', 'mark_updated', 'note_scan',
+__all__ = ['put_docs', 'touch_docs', 'move_docs', 'remove_docs', 'drop_orphans', 'Known', 'doc_index', 'doc_hashes',
+           'docs_by_ids', 'doc_bodies', 'doc_body', 'listing_stamp', 'new_listing_token', 'has_problems',
+           'cached_conversion', 'cache_conversions', 'library_files', 'hashes_with_prefix', 'docid', 'is_docid',
+           'docs_by_docid', 'set_problems', 'replace_problems', 'add_problem', 'mark_updated', 'note_scan',
            'scan_started', 'forget_collection', 'rename_in_catalog', 'documents', 'documents_where', 'count',
            'doc_paths', 'doc_keys', 'has_vectors', 'problems', 'kv_get', 'kv_set']
 
@@ -65,18 +64,6 @@ def drop_orphans(store:Store, hashes:list[str]|None=None # only these contents (
         db.executemany("DELETE FROM conversions WHERE hash=? AND error IS NULL", [(h,) for h in gone])
         return len(gone)
 
-
-WRITE_CACHE_KIB = 262_144 # SQLite page cache (KiB) of a big update's writer: the pages it dirties stay until they are written once
-
-@contextmanager
-def write_cache(store:Store, on:bool=True # False: leave the cache as it is (a small update)
-               ):
-    "A bigger SQLite page cache on the writing connection while a big update writes; the previous size after."
-    if not on: yield; return
-    db = store.db; old = db.execute('PRAGMA cache_size').fetchone()[0]
-    db.execute(f'PRAGMA cache_size=-{WRITE_CACHE_KIB}')
-    try: yield
-    finally: db.execute(f'PRAGMA cache_size={int(old)}')
 
 # %% ../../nbs/engine/03b_catalog.ipynb #48b19557
 class Known(NamedTuple):

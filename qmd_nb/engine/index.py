@@ -14,10 +14,10 @@ from .config import Collection, check_name, check_path_text, norm_context_path, 
 from .errors import UsageError, NotFound, QmdError, DiskFull, disk_full
 from .text import Analyzer, doc_title
 from .store import Store, DocRow, generation, get_collection, check_allowed
-from .catalog import write_cache, put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, rename_in_catalog, cached_conversion, cache_conversions, library_files
+from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, rename_in_catalog, cached_conversion, cache_conversions, library_files
 from .convert import Converter, ConversionError, CONVERTER_VERSION, DEFAULT_MASK
 from .progress import progress_bar
-from .readpool import ToRead, Unreadable, Pending, read_files, index_workers, POOL_MIN
+from .readpool import ToRead, Unreadable, Pending, read_files, index_workers
 from .discover import glob_re, mask_match, discover, listing
 from .scan import doc_meta, prepare_doc, UpdateStats, stat_unchanged, racy, RACY_NS, load_snapshots, save_snapshots, unchanged_since, narrow, snapshot_after
 
@@ -97,8 +97,7 @@ def _read_changed(store, c, p:ScanPlan, old_hash:dict, by_hash:dict, moves:list,
         new, cache = _converted(store, pend, cv, c, an, stats, lib); pend = []
         put_docs(store, stamp(docs + new)); docs = []; cache_conversions(store, cache, CONVERTER_VERSION)
     todo = [ToRead(rel, full, old_hash.get(k.id) if k else None, doc_meta({}, *lib[rel]) if rel in lib else None) for rel, full, _, k in p.read]
-    with progress_bar(len(p.read), f'Indexing {c.name}', progress) as bar, Converter() as cv, write_cache(store, len(todo) >= POOL_MIN), \
-         closing(read_files(todo, c.name, root, an, workers)) as got:
+    with progress_bar(len(p.read), f'Indexing {c.name}', progress) as bar, Converter() as cv, closing(read_files(todo, c.name, root, an, workers)) as got:
         for (rel, full, st, k), d in zip(p.read, got):
             bar.update(1)
             if isinstance(d, Unreadable): stats.problems[rel] = d.why; stats.skipped += 1; continue
