@@ -17,7 +17,7 @@ from .store import Store, DocRow, generation, get_collection, check_allowed
 from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, rename_in_catalog, cached_conversion, cache_conversions, library_files
 from .convert import Converter, ConversionError, CONVERTER_VERSION, DEFAULT_MASK
 from .progress import progress_bar
-from .readpool import ToRead, Unreadable, Pending, read_files, index_workers
+from .readpool import ToRead, Unreadable, Pending, read_files, index_workers, roomy_heap
 from .discover import glob_re, mask_match, discover, listing
 from .scan import doc_meta, prepare_doc, UpdateStats, stat_unchanged, racy, RACY_NS, load_snapshots, save_snapshots, unchanged_since, narrow, snapshot_after
 
@@ -238,7 +238,7 @@ def add_collection(store:Store, path:str, # folder to index
         from qmd_nb.engine.keyword import current_commit # numpy: not on the path of an update with nothing to do
         c, kw = Collection(name, str(folder), mask), current_commit(store.paths.keyword_dir)
         try:
-            with store.tx(): # one transaction: readers see the collection whole, or not at all
+            with roomy_heap(), store.tx(): # one transaction: readers see the collection whole, or not at all
                 s = update_collection(store, c, Analyzer(), progress, workers=workers)
                 store.config.collections[name] = c; refresh_keyword(store); store.save_config()
         except BaseException: _undo_add(store, name, kw); raise

@@ -20,7 +20,8 @@ from .store import NewDoc
 from .scan import prepare_doc, read_inside
 
 # %% auto #0
-__all__ = ['WORKERS', 'POOL_MIN', 'BATCH', 'AHEAD', 'ToRead', 'Pending', 'Unreadable', 'read_file', 'index_workers', 'read_files']
+__all__ = ['WORKERS', 'POOL_MIN', 'BATCH', 'AHEAD', 'ToRead', 'Pending', 'Unreadable', 'read_file', 'index_workers', 'roomy_heap',
+           'read_files']
 
 # %% ../../nbs/engine/04d_readpool.ipynb #8f77c9a9
 class ToRead(NamedTuple):
@@ -73,6 +74,31 @@ def index_workers(settings:dict, # the index's settings (`Config.settings`)
     if n < 1: raise UsageError(f"index_workers must be a whole number of processes, 1 or more (1: no pool), not {v!r}")
     return min(n, os.cpu_count() or 1)
 
+# %% ../../nbs/engine/04d_readpool.ipynb #c938e155
+_ROOMY = ((-1, 1 << 30), (-2, 64 << 20)) # mallopt: M_TRIM_THRESHOLD 1 GiB, M_TOP_PAD 64 MiB
+_DEFAULT = ((-1, 128 << 10), (-2, 128 << 10)) # glibc's defaults (mallopt(3))
+
+@lru_cache(maxsize=1)
+def _libc():
+    "The C library when it is glibc (it has mallopt and malloc_trim), else None."
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None); libc.mallopt; libc.malloc_trim
+        return libc
+    except (OSError, AttributeError): return None
+
+@contextmanager
+def roomy_heap(on:bool=True # False: change nothing
+              ):
+    "Keep freed heap memory for reuse while a big batch is indexed; hand it back after."
+    libc = _libc() if on else None
+    if libc is None: yield; return
+    for k, v in _ROOMY: libc.mallopt(k, v)
+    try: yield
+    finally:
+        for k, v in _DEFAULT: libc.mallopt(k, v)
+        libc.malloc_trim(0)
+
 # %% ../../nbs/engine/04d_readpool.ipynb #7b83c2a9
 POOL_MIN = 512 # fewer changed files than this are read in the updating process: a pool's start-up (~0.2 s) would cost more than it saves
 BATCH = 32 # files a worker reads per task
@@ -89,6 +115,7 @@ def _worker_start(parent:int):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) # PR_SET_PDEATHSIG (Linux)
     except (OSError, AttributeError): pass
     if os.getppid() != parent: os._exit(0) # the parent died before the line above
+    roomy_heap().__enter__() # for the worker's whole (short) life
 
 @contextmanager
 def _children_ignore_ctrl_c():
