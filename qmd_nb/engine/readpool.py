@@ -87,17 +87,20 @@ def _libc():
         return libc
     except (OSError, AttributeError): return None
 
+def _set_heap(roomy:bool):
+    "glibc's heap kept (`_ROOMY`), or as by default with the free memory handed back."
+    if (libc := _libc()) is None: return
+    for k, v in (_ROOMY if roomy else _DEFAULT): libc.mallopt(k, v)
+    if not roomy: libc.malloc_trim(0)
+
 @contextmanager
 def roomy_heap(on:bool=True # False: change nothing
               ):
     "Keep freed heap memory for reuse while a big batch is indexed; hand it back after."
-    libc = _libc() if on else None
-    if libc is None: yield; return
-    for k, v in _ROOMY: libc.mallopt(k, v)
+    if not on: yield; return
+    _set_heap(True)
     try: yield
-    finally:
-        for k, v in _DEFAULT: libc.mallopt(k, v)
-        libc.malloc_trim(0)
+    finally: _set_heap(False)
 
 # %% ../../nbs/engine/04d_readpool.ipynb #7b83c2a9
 POOL_MIN = 512 # fewer changed files than this are read in the updating process: a pool's start-up (~0.2 s) would cost more than it saves
@@ -115,7 +118,7 @@ def _worker_start(parent:int):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) # PR_SET_PDEATHSIG (Linux)
     except (OSError, AttributeError): pass
     if os.getppid() != parent: os._exit(0) # the parent died before the line above
-    roomy_heap().__enter__() # for the worker's whole (short) life
+    _set_heap(True) # for the worker's whole (short) life
 
 @contextmanager
 def _children_ignore_ctrl_c():
