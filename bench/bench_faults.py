@@ -38,11 +38,11 @@ def killed(env, args, rng, started, extra:float) -> bool:
 LEFT_BEHIND = [] # processes of killed runs still alive 10 s after their parent was killed
 
 def children(pid:int) -> list[int]:
-    try: return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text().split()]
+    try: return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text(encoding='utf-8').split()]
     except OSError: return []
 
 def alive(pid:int) -> bool:
-    try: return Path(f'/proc/{pid}/stat').read_text().split(') ')[1][0] not in 'ZX'
+    try: return Path(f'/proc/{pid}/stat').read_text(encoding='utf-8', errors='replace').split(') ')[1][0] not in 'ZX'
     except OSError: return False
 
 def count(home:Path, sql:str) -> int:

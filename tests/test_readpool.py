@@ -15,7 +15,7 @@ def _corpus(root:Path, n:int) -> Path:
     write_tree(root, {'fm.md': "---\ntitle: Backup strategy\ntags: [ops, storage]\n---\n# Backups\n\nUse rsync every night.\n",
                       'bad.md': b"\xff\xfe\x00 not text", 'page.html': "<html><body><h1>Café</h1><p>Un café crème.</p></body></html>",
                       'dup.md': (root/p.name).read_text(encoding='utf-8')}) # the same content twice
-    (root.parent/'outside.md').write_text('# secret\n'); os.symlink(root.parent/'outside.md', root/'link-out.md')
+    (root.parent/'outside.md').write_text('# secret\n', encoding='utf-8'); os.symlink(root.parent/'outside.md', root/'link-out.md')
     for f in root.iterdir(): os.utime(f, (time.time() - 60,) * 2, follow_symlinks=False) # not racy for either index (see `racy`)
     return root
 
@@ -55,20 +55,20 @@ def test_bad_workers_setting_is_named(tmp_path):
     assert r.returncode == 1 and r.stderr.strip() == "Error: index_workers must be a whole number of processes, 1 or more (1: no pool), not 'many'"
 
 def _children(pid:int) -> list[int]:
-    try: return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text().split()]
+    try: return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text(encoding='utf-8').split()]
     except OSError: return []
 
 def _alive(pid:int) -> bool:
-    try: return Path(f'/proc/{pid}/stat').read_text().split(') ')[1][0] not in 'ZX'
+    try: return Path(f'/proc/{pid}/stat').read_text(encoding='utf-8', errors='replace').split(') ')[1][0] not in 'ZX'
     except OSError: return False
 
 def _started(q:Qmd, root:Path, *args) -> tuple[subprocess.Popen, list[int]]:
     "A `collection add` with its two read workers running (its children other than multiprocessing's resource tracker)."
     p = subprocess.Popen([QMD_BIN, 'collection', 'add', str(root), '--name', 'p', '--workers', '2', *args], env=q.env, start_new_session=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
     end = time.time() + 120
     while time.time() < end and p.poll() is None:
-        kids = [k for k in _children(p.pid) if 'spawn_main' in Path(f'/proc/{k}/cmdline').read_text(errors='replace')]
+        kids = [k for k in _children(p.pid) if 'spawn_main' in Path(f'/proc/{k}/cmdline').read_text(encoding='utf-8', errors='replace')]
         if len(kids) == 2: time.sleep(0.5); return p, kids
         time.sleep(0.02)
     pytest.fail(f'no read workers seen (exit {p.poll()})')
