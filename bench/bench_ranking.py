@@ -10,8 +10,10 @@ keyword search latency in-process on winserver-ps (hits only, and whole results 
 `qmd-nb search` process for a quoted 14-word phrase and for the same words unquoted (median of 7).
 Indexes live in --home (reused when given: the first run indexes winserver-ps and tldr-pages; a reused index is
 brought up to date first, so that an index an older version wrote is rebuilt in this format).
---ablate also prints `search` on the four sets with each ranking rule turned off in turn (overview pages yielding,
-pages the others point to, exactness and proximity, near-copies collapsed): what each rule is worth, measured.
+--ablate also prints, for each mode run, the four sets with each of issue 16's ranking rules turned off in turn
+(`ABLATIONS`: overview pages yielding, pages the others point to and which titles count as names, exactness,
+proximity, field weights, the lead sentence, k1 as before the retune, near-copies, alias pages, quotations, the
+vector floor): what each rule is worth, measured (with --query: also in `query`, a few minutes per row).
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -61,18 +63,24 @@ def process_times(home:Path) -> dict:
     return out
 
 ABLATIONS = (('overview pages do not yield', dict(overview_yield=False)), ('no bonus for pages the others name', dict(authority_weight=0)),
-             ('no exactness or proximity', dict(phrase_weight=0, near_weight=0)), ('near-copies not collapsed', dict(duplicate_threshold=1.01)))
+             ('any short title counts as a name', dict(authority_named=False)), ('no exactness or proximity', dict(phrase_weight=0, near_weight=0)),
+             ('no exactness bonus', dict(phrase_weight=0)), ('no proximity bonus', dict(near_weight=0)),
+             ('all fields weigh 1', dict(title_weight=1, meta_weight=1, heading_weight=1, lead_weight=1)), ('lead weighs 1', dict(lead_weight=1)),
+             ('k1 0.9 (before issue 16)', dict(k1=0.9)), ('near-copies not collapsed', dict(duplicate_threshold=1.01)),
+             ('main copies not first', dict(main_copy_first=False)), ('alias pages not folded', dict(alias_depth=0)),
+             ('no quotation bonus (query)', dict(quote_bonus=0)), ('no cited bonus (query)', dict(cited_weight=0)), ('no vector floor (query)', dict(vec_floor=0)))
 
-def ablate(sets:dict, home:Path) -> dict:
-    "`search` figures (MRR@10; nDCG@10 on SciFact) with each rule off in turn, next to the setting in force."
+def ablate(sets:dict, home:Path, mode:str='search', embedder=None) -> dict:
+    "Figures in `mode` (MRR@10; nDCG@10 on SciFact) with each rule off in turn, next to the setting in force."
     from qmd_nb.engine.hybrid import QueryParams
     from qmd_nb.notebook.eval import known_item, evaluate
     out = {}
     for label, over in (('as tuned', {}),) + ABLATIONS:
+        if mode == 'search' and label.endswith('(query)'): continue # rules of the hybrid pipeline alone
         p = QueryParams().updated(**over)
-        r = {name: known_item(st, tsv, 'search', p, progress=False).to_json()['mrr@10'] for name, (st, tsv) in sets.items()}
-        r['scifact'] = evaluate(DATA/'scifact', 'search', {'QMD_NB_HOME': str(home/'eval')}, p, progress=False).to_json()['ndcg@10']
-        out[label] = r
+        r = {name: known_item(st, tsv, mode, p, embedder=embedder, progress=False).to_json()['mrr@10'] for name, (st, tsv) in sets.items()}
+        r['scifact'] = evaluate(DATA/'scifact', mode, {'QMD_NB_HOME': str(home/'eval')}, p, embedder=embedder, progress=False).to_json()['ndcg@10']
+        out[label] = r; print(f'{mode}, {label:36s} {json.dumps(r)}', flush=True)
     return out
 
 def main():
@@ -103,8 +111,11 @@ def main():
     res['winserver-ps keyword latency'] = latency(ws, qs)
     res['winserver-ps search process'] = process_times(home/'ws')
     if a.ablate:
-        sets = {'winserver-ps': (ws, DATA/'winserver-ps'/'knownitem-400.tsv'), 'tldr known-item': (tl, tldr_ki), 'tldr questions': (tl, ROOT/'bench'/'questions-tldr.tsv')}
-        for label, r in ablate(sets, home).items(): res[f'search, {label}'] = r
+        sets = {'winserver-ps': (ws, DATA/'winserver-ps'/'knownitem-400.tsv'), 'tldr known-item': (tl, tldr_ki), 'tldr questions': (tl, ROOT/'bench'/'questions-tldr.tsv'),
+                'tldr questions dev': (tl, ROOT/'bench'/'questions-tldr-dev.tsv')}
+        for m in modes:
+            em = get_embedder(ws.config.settings) if m == 'query' else None
+            for label, r in ablate(sets, home, m, em).items(): res[f'{m}, {label}'] = r
     for k, v in res.items(): print(f'{k:32s} {json.dumps(v)}')
 
 if __name__ == '__main__': main()

@@ -25,7 +25,7 @@ SETTINGS = [{}, {'rerank': 'none'}, {'expansion': 'prf'}, {'fusion': 'rrf', 'rrf
             {'expansion': 'prf', 'fusion': 'rrf', 'probe_min_score': 0.5, 'bonus_first': 0.1, 'original_weight': 1.5},
             {'rerank_top': 15, 'blend_top3': 0.5, 'blend_rest': 0.2}, {'lex_weight': 0.6, 'vec_weight': 1.4},
             {'depth': 50, 'expansion': 'prf', 'prf_terms': 5, 'prf_vec_beta': 1.0}, {'rerank_window': 2},
-            {'cited_quoted': False, 'cited_weight': 0.4, 'authority_title_words': 10},
+            {'cited_quoted': False, 'cited_weight': 0.4, 'authority_title_words': 10}, {'cited_quoted': False, 'cited_weight': 0.4, 'authority_named': False},
             {'window_weight': 2.0, 'window_depth': 50, 'rerank': 'none', 'vec_weight': 1.5}, {'window_weight': 1.0, 'alias_depth': 0}]
 
 @pytest.fixture(scope='module')

@@ -34,6 +34,7 @@ class BM25Params:
     authority_weight: float = 0.1 # a question (no candidate quotes it): bonus log(1 + the other top candidates holding a candidate's title)
     authority_depth: int = 30 # ... among this many top candidates
     authority_title_words: int = 3 # ... for titles of at most this many words (names, not sentences)
+    authority_named: bool = True # ... and that name their page: the same words as its file name (`tar.md` 'tar'), not a paper's short topic title ('Obesity')
     main_copy_first: bool = True # a question: of same-named pages in different folders, the copy in the biggest folder leads
     duplicate_threshold: float = 0.8 # estimated shingle overlap (Jaccard) from which results collapse into one
 

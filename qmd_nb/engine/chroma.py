@@ -122,7 +122,7 @@ class VectorStore:
 
     def lines(self, ids:list[str]) -> dict:
         "Chunk id -> its (start, end) lines, for these chunks (missing ones are left out)."
-        out = {}
+        out, ids = {}, list(dict.fromkeys(ids)) # copies of one content share its chunk ids; Chroma refuses a repeated id
         for k in range(0, len(ids), 5000):
             g = self.col.get(ids=ids[k:k+5000], include=['metadatas'])
             out.update({i: (m['start'], m['end']) for i, m in zip(g['ids'], g['metadatas'])})

@@ -251,7 +251,7 @@ def cited_rerank(store:Store, hits:list, # the final ranking, best first
     if not weight or n_terms < 2 or not hits or any((h.explain or {}).get('exact_words', 0) >= n_terms for h in lex): return hits
     ki, top = keyword_index(store), hits[:p.authority_depth]
     g = ki.slots([h.doc_id for h in top]); known = np.flatnonzero(g >= 0)
-    bonus = np.zeros(len(top)); bonus[known] = weight * np.log1p(cited_by(store, ki, g[known], p.authority_title_words, quoted))
+    bonus = np.zeros(len(top)); bonus[known] = weight * np.log1p(cited_by(store, ki, g[known], p.authority_title_words, quoted, p.authority_named))
     out = [replace(h, score=h.score + b) for h, b in zip(top, bonus)]
     for h, b in zip(out, bonus):
         if b and isinstance(h.explain, dict): h.explain['cited'] = round(float(b), 4)

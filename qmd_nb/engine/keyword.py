@@ -129,7 +129,7 @@ class KeywordIndex:
         for h, f in zip(hits, idf):
             if f <= 0: continue
             for i, sl in h:
-                np.add.at(s[self.offsets[i]:self.offsets[i + 1]], self.segs[i].pdoc[sl], np.float32(f) * self.weights(i, sl, p, within))
+                s[self.offsets[i]:self.offsets[i + 1]][self.segs[i].pdoc[sl]] += np.float32(f) * self.weights(i, sl, p, within) # a posting list names a document once: no `np.add.at` needed
         if within is not None: s[~self.within(within)[0]] = 0 # a view scores its own documents alone
         elif self.live is not None: s[~self.live] = 0
         return s, float(idf.sum())

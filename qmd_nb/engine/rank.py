@@ -43,30 +43,37 @@ class Occurrences:
 
 def occurrences(ki:KeywordIndex, g:np.ndarray, # candidate document slots
                 q:QueryTerms) -> Occurrences:
-    "Positions of every query word in every candidate, read from the index's position lists."
-    g = np.asarray(g, np.int64)
-    seg, loc = ki.locate(g)
-    C, W, P = [], [], []
+    "Positions of every query word in every candidate, read from the index's position lists (one read per segment)."
+    seg, loc = ki.locate(np.asarray(g, np.int64))
+    mine = {si: (c, loc[c]) for si in set(seg.tolist()) for c in [np.flatnonzero(seg == si)]} # each segment's candidates
+    parts = [] # (term, segment, postings that are candidates', those candidates), in query order
     for t in q.unique:
-        qi = [i for i, x in enumerate(q.terms) if x == t]
         for si, sl in ki.lookup(t):
-            s, mine = ki.segs[si], np.flatnonzero(seg == si)
-            if not len(mine) or sl.stop == sl.start: continue
-            pd = s.pdoc[sl]
-            j = np.searchsorted(pd, loc[mine])
+            if si not in mine or sl.stop == sl.start: continue
+            c, l = mine[si]; pd = ki.segs[si].pdoc[sl]
+            j = np.searchsorted(pd, l)
             ok = j < len(pd)
-            ok[ok] = np.asarray(pd[j[ok]]) == loc[mine][ok]
-            if not ok.any(): continue
-            pi = sl.start + j[ok]
-            a, b = np.asarray(s.pptr[pi]), np.asarray(s.pptr[pi + 1])
-            lens = b - a
-            ends = np.cumsum(lens)
-            flat = np.repeat(a - (ends - lens), lens) + np.arange(ends[-1] if len(ends) else 0)
-            pos = np.asarray(s.pos[flat], np.int64)
-            cand = np.repeat(mine[ok], lens)
-            for i in qi: C.append(cand); W.append(np.full(len(cand), i, np.int64)); P.append(pos)
-    if not C: return Occurrences(*(np.zeros(0, np.int64),) * 3)
-    return Occurrences(np.concatenate(C), np.concatenate(W), np.concatenate(P))
+            ok[ok] = np.asarray(pd[j[ok]]) == l[ok]
+            if ok.any(): parts.append((t, si, sl.start + j[ok], c[ok]))
+    got = {}
+    for si in {p[1] for p in parts}:
+        ks = [k for k, p in enumerate(parts) if p[1] == si]
+        got.update(zip(ks, _positions(ki.segs[si], [parts[k][2] for k in ks], [parts[k][3] for k in ks])))
+    rows = [(got[k], i) for k, p in enumerate(parts) for i in (i for i, x in enumerate(q.terms) if x == p[0])] # a repeated word: its rows again
+    if not rows: return Occurrences(*(np.zeros(0, np.int64),) * 3)
+    return Occurrences(np.concatenate([r[0][0] for r in rows]), np.repeat(np.array([i for _, i in rows], np.int64), [len(r[0][0]) for r in rows]),
+                       np.concatenate([r[0][1] for r in rows]))
+
+def _positions(s, pis:list, cands:list) -> list[tuple[np.ndarray, np.ndarray]]:
+    "(candidate, position) rows of several lists of postings of one segment (`s`), read in one gather."
+    pi = np.concatenate(pis)
+    a, b = np.asarray(s.pptr[pi]), np.asarray(s.pptr[pi + 1])
+    lens = b - a
+    ends = np.cumsum(lens)
+    flat = np.repeat(a - (ends - lens), lens) + np.arange(ends[-1] if len(ends) else 0)
+    pos, cand = np.asarray(s.pos[flat], np.int64), np.repeat(np.concatenate(cands), lens)
+    cut = ends[np.cumsum([len(p) for p in pis])[:-1] - 1] # where each list's rows end
+    return list(zip(np.split(cand, cut), np.split(pos, cut)))
 
 # %% ../../nbs/engine/04a_rank.ipynb #bb898ada
 _SHIFT = np.int64(1 << 34) # positions and offsets stay far below this
@@ -80,7 +87,7 @@ def exactness(occ:Occurrences, q:QueryTerms, n:int) -> tuple[np.ndarray, np.ndar
     "Per candidate, the most query words found at their query offsets from one start, and that start position (-1: none)."
     best, start = np.zeros(n, np.int64), np.full(n, -1, np.int64)
     if not len(occ.cand): return best, start
-    key = np.sort(occ.cand * _SHIFT + (occ.pos - np.asarray(q.offsets, np.int64)[occ.word] + 1024)) # a word's positions differ: one key per word
+    key = np.sort(occ.cand * _SHIFT + (occ.pos - np.asarray(q.offsets, np.int64)[occ.word] + 1024), kind='stable') # a word's positions differ: one key per word; sorted runs merge (timsort)
     edge = np.flatnonzero(_starts(key))
     cnt, k = np.diff(np.append(edge, len(key))), key[edge]
     cand, st = k // _SHIFT, k % _SHIFT - 1024
@@ -94,6 +101,21 @@ def nearness(occ:Occurrences, q:QueryTerms, n:int, slop:int=3) -> np.ndarray:
     "Per candidate, the share of consecutive query word pairs found in order, at most `slop` words further apart than in the query."
     m = len(q.terms)
     if m < 2 or not len(occ.cand): return np.zeros(n)
+    span = np.int64(max(n, 1)) * _SHIFT # one query word's keys: candidate, then position
+    if span * m >= 1 << 62: return _nearness_pairs(occ, q, n, slop) # keys of every word would not fit in one int64
+    every = np.sort(occ.word * span + occ.cand * _SHIFT + occ.pos, kind='stable') # by word, candidate, position: runs merge (timsort)
+    a = every[:np.searchsorted(every, (m - 1) * span)] # the occurrences of every word but the last
+    w = a // span; a = a - w * span
+    j = np.searchsorted(every, a + (w + 1) * span + 1) # the next word's first occurrence after each (keys ascend: a quick search)
+    gap = every[np.minimum(j, len(every) - 1)] - (w + 1) * span - a # beyond the next word's keys: far more than any slop
+    off = np.asarray(q.offsets, np.int64)
+    ok = (j < len(every)) & (gap <= off[w + 1] - off[w] + slop)
+    found = np.zeros((m - 1, n), bool); found[w[ok], a[ok] // _SHIFT] = True # a pair found twice in a candidate counts once
+    return found.sum(0) / (m - 1)
+
+def _nearness_pairs(occ:Occurrences, q:QueryTerms, n:int, slop:int) -> np.ndarray:
+    "`nearness` one query word pair at a time (for candidate lists too long to key every word in one int64)."
+    m = len(q.terms)
     key = occ.cand * _SHIFT + occ.pos
     o = np.lexsort((key, occ.word)); key, word = key[o], occ.word[o] # sorted within each query word
     cut = np.searchsorted(word, np.arange(m + 1))
@@ -165,6 +187,18 @@ def similar_pairs(sigs:np.ndarray, threshold:float) -> tuple[np.ndarray, np.ndar
         key = band[:, :, 0]
         for j in range(1, r): key = key * np.uint64(0x9E3779B97F4A7C15) + band[:, :, j]
     ok = ~(band == EMPTY).all(-1) # an empty band matches nothing
+    if n <= RUN_PAIRS + 1: a, b = _sharing_pairs(key, ok) # few signatures (a query's candidates): every pair compared at once
+    else: a, b = _run_pairs(key, ok, n)
+    keep = _overlap(sigs[a], sigs[b]) >= threshold
+    return a[keep], b[keep]
+
+def _sharing_pairs(key:np.ndarray, ok:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "Pairs (a, b), a < b, of rows sharing a non-empty band's key: `_run_pairs` for at most `RUN_PAIRS` + 1 rows, by one [n, n, bands] comparison."
+    share = ((key[:, None] == key[None]) & ok[:, None] & ok[None]).any(-1)
+    return np.nonzero(np.triu(share, 1))
+
+def _run_pairs(key:np.ndarray, ok:np.ndarray, n:int) -> tuple[np.ndarray, np.ndarray]:
+    "Pairs (a, b), a < b, of rows sharing a non-empty band's key, compared within runs of equal keys at most `RUN_PAIRS` apart."
     b_, d_ = np.nonzero(ok.T) # band-major, documents ascending within a band
     k = key.T[ok.T]
     o = np.lexsort((d_, k, b_)); b_, k, d_ = b_[o], k[o], d_[o]
@@ -179,9 +213,7 @@ def similar_pairs(sigs:np.ndarray, threshold:float) -> tuple[np.ndarray, np.ndar
         A.append(d_[same]); B.append(d_[same + j])
     if not A: return np.zeros(0, np.int64), np.zeros(0, np.int64)
     u = np.sort(np.concatenate(A) * n + np.concatenate(B)); u = u[np.r_[True, u[1:] != u[:-1]]] # np.unique would import numpy.ma (~50 ms a process)
-    a, b = u // n, u % n
-    keep = _overlap(sigs[a], sigs[b]) >= threshold
-    return a[keep], b[keep]
+    return u // n, u % n
 
 def group_by_pairs(order:list, near:dict) -> list[list]:
     "Groups of the items of `order` (best first): an item joins the group of the best-ranked similar item above it."

@@ -7,6 +7,11 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/results.html.md"""
 # %% ../../nbs/engine/05d_results.ipynb #769cd69c
 from __future__ import annotations
 import re
+from collections import Counter
+from functools import lru_cache
+from itertools import accumulate, compress, count, repeat
+from bisect import bisect_left
+from operator import add, not_
 from dataclasses import dataclass, field, replace
 from .errors import UsageError
 from .config import contexts_for
@@ -17,8 +22,8 @@ from .catalog import doc_bodies, docs_by_ids
 
 # %% auto #0
 __all__ = ['RESULT_FIELDS', 'MAX_LIMIT', 'MAX_QUERY', 'Hit', 'SearchResult', 'result_model', 'check_search_args',
-           'collection_names', 'collapse_hits', 'term_patterns', 'best_line', 'make_snippet', 'context_of', 'docids',
-           'to_results']
+           'collection_names', 'collapse_hits', 'term_patterns', 'best_line', 'line_patterns', 'make_snippet',
+           'context_of', 'docids', 'to_results']
 
 # %% ../../nbs/engine/05d_results.ipynb #d77b9a76
 @dataclass
@@ -152,39 +157,52 @@ def best_line(lines:list[str], start:int, pats) -> int:
 
 _ASCII_WORD = re.compile(r'\w+', re.ASCII)
 
-def _best_line_words(lines:list[str], start:int, terms:set) -> int|None:
-    """`best_line` for terms of ASCII word characters, found with `str.find` in the folded text (one pass per term, not a regex
-    per line); None when a term is not such a word (CJK, punctuation): then `best_line` decides."""
+@lru_cache(maxsize=256)
+def line_patterns(terms:tuple) -> list|None:
+    """Per query term (sorted), a regex matching from its first claimed occurrence in a line to the end of that line: at the start
+    of a word, and not where a longer term matches too (the longest claims a word, as in `term_patterns`). None unless every
+    term is ASCII word characters."""
     if not terms or not all(_ASCII_WORD.fullmatch(t) for t in terms): return None
+    out = []
+    for t in terms:
+        longer = sorted({u[len(t):] for u in terms if len(u) > len(t) and u.startswith(t)}, key=lambda x: (-len(x), x))
+        e = re.escape(t) # the literal first: the regex engine skips to it at C speed; then the look-behind checks a word starts there
+        out.append(re.compile(e + r'(?<!\w' + e + ')' + (f"(?!{'|'.join(map(re.escape, longer))})" if longer else '') + r'[^\n]*'))
+    return out
+
+def _best_line_words(lines:list[str], start:int, terms:set, text:str|None=None # `lines` joined, when the caller has it
+                    ) -> int|None:
+    """`best_line` for terms of ASCII word characters, from one scan per term of the folded text (`line_patterns`: the lines
+    each term claims, one match per line); None when a term is not such a word (CJK, punctuation): then `best_line` decides."""
+    pats = line_patterns(tuple(sorted(terms))) if terms else None
+    if pats is None: return None
     first = next((i for i in range(start, len(lines)) if lines[i].strip()), None)
     if first is None: return min(start, max(len(lines) - 1, 0))
-    text = '\n'.join(lines); f = text.lower() if text.isascii() else '\n'.join(l.lower() if l.isascii() else fold(l) for l in lines)
-    at = {} # word start -> the term the regex would match there (the longest)
-    for t in sorted(terms, key=lambda t: (-len(t), t)):
-        p = f.find(t)
-        while p >= 0:
-            if not p or not (f[p - 1].isalnum() or f[p - 1] == '_'): at.setdefault(p, t)
-            p = f.find(t, p + 1)
-    seen, line, prev = {}, 0, 0
-    for p in sorted(at):
-        line += f.count('\n', prev, p); prev = p
-        if line >= first: seen.setdefault(line, set()).add(at[p])
-    n = max(map(len, seen.values()), default=0)
-    return min(i for i, s in seen.items() if len(s) == n) if n else first
+    text = '\n'.join(lines) if text is None else text
+    if text.isascii(): f, lens = text.lower(), map(len, lines)
+    else:
+        folded = text.lower().split('\n') # an ASCII line lower-cased alone or in the text: the same
+        for i in compress(count(), map(not_, map(str.isascii, lines))): folded[i] = fold(lines[i]) # only the others are folded
+        f, lens = '\n'.join(folded), map(len, folded)
+    ends = list(map(add, accumulate(lens), count())) # where each line of `f` ends
+    at, seen = ends[first - 1] + 1 if first else 0, Counter()
+    for t, p in zip(sorted(terms), pats): # the lines each term claims from the first body line on: one match per line
+        a = f.find(t, at) # str.find is quicker than the regex's own search: the regex runs from a term's first occurrence to its last
+        if a < 0: continue
+        b = f.find('\n', f.rfind(t) + len(t))
+        seen.update(map(bisect_left, repeat(ends), [m.start() for m in p.finditer(f, a, b if b >= 0 else len(f))]))
+    if not seen: return first
+    n = max(seen.values())
+    return min(i for i, c in seen.items() if c == n)
 
 def make_snippet(text:str, start:int, terms:set, max_chars:int=300, pats=None,
                  within:tuple|None=None # (first, last) 1-based lines to choose the best line from, e.g. a chunk's
                 ) -> tuple[str, int]:
     "(snippet, 1-based line of the best match) for a document's text."
     lines = text.split('\n')
-    pats = pats if pats is not None else term_patterns(terms)
-    if within:
-        part = lines[:within[1]]
-        b = _best_line_words(part, max(start, within[0] - 1), terms) if pats is not None else None
-        if b is None: b = best_line(part, max(start, within[0] - 1), pats)
-    else:
-        b = _best_line_words(lines, start, terms) if pats is not None else None
-        if b is None: b = best_line(lines, start, pats)
+    part, s0 = (lines[:within[1]], max(start, within[0] - 1)) if within else (lines, start)
+    b = _best_line_words(part, s0, terms, None if within else text)
+    if b is None: b = best_line(part, s0, pats if pats is not None else term_patterns(terms)) # compiled only when needed
     out, used = [], 0
     for i in range(b, len(lines)):
         l = lines[i].rstrip()
@@ -237,7 +255,7 @@ def _copies(store:Store, ids:list[int]) -> dict:
 def to_results(store:Store, hits:list[Hit], query:str) -> list[SearchResult]:
     "Catalog rows, snippets, docids and contexts for ranked hits (and the file and docid of each one's near-copies)."
     terms = set(Analyzer().terms(' '.join(parse_query(query).words)))
-    pats, rows = term_patterns(terms), {d.id: d for d in docs_by_ids(store, [h.doc_id for h in hits])}
+    rows = {d.id: d for d in docs_by_ids(store, [h.doc_id for h in hits])}
     copies = _copies(store, [i for h in hits for i in h.duplicates])
     bodies = doc_bodies(store, [rows[h.doc_id].hash for h in hits if h.doc_id in rows])
     ids, contexts = docids(store, [d.hash for d in rows.values()] + [c[1] for c in copies.values()]), store.config.contexts
@@ -246,7 +264,7 @@ def to_results(store:Store, hits:list[Hit], query:str) -> list[SearchResult]:
         d = rows.get(h.doc_id)
         if d is None or d.hash not in bodies: continue
         text, start = bodies[d.hash]
-        snip, line = make_snippet(text, start, terms, pats=pats, within=(h.line, h.end_line) if h.line else None)
+        snip, line = make_snippet(text, start, terms, within=(h.line, h.end_line) if h.line else None)
         dups = [dict(file=copies[i][0], docid=ids[copies[i][1]]) for i in h.duplicates if i in copies]
         out.append(SearchResult(ids[d.hash], d.file, d.title, min(h.score, 1.0), context_of(store, d, contexts), snip, line, d.collection, d.path,
                                 h.explain, page_of(d.meta, line), dups))

@@ -18,16 +18,33 @@ from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .results import Hit, MAX_LIMIT, SearchResult, check_search_args, collection_names, to_results
 
 # %% auto #0
-__all__ = ['families', 'quote_matrix', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
+__all__ = ['SAMPLE', 'families', 'quote_matrix', 'title_names', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
 
 # %% ../../nbs/engine/06_search.ipynb #0a1652a3
 def _ordered(scores:np.ndarray, doc_ids:np.ndarray, k:int|None) -> np.ndarray:
     "Positions of the non-zero scores, best first, ties by doc id; only the top `k` (with ties) when given."
-    idx = np.flatnonzero(scores > 0)
-    if k is not None and len(idx) > k:
-        kth = np.partition(scores[idx], len(idx) - k)[len(idx) - k]
-        idx = idx[scores[idx] >= kth]
+    idx = None if k is None else _top_slots(scores, k)
+    if idx is None:
+        idx = np.flatnonzero(scores > 0)
+        if k is not None and len(idx) > k:
+            kth = np.partition(scores[idx], len(idx) - k)[len(idx) - k]
+            idx = idx[scores[idx] >= kth]
     return idx[np.lexsort((doc_ids[idx], -scores[idx]))]
+
+SAMPLE = 2048 # scores looked at to bound the top k from below, in a large index
+
+def _top_slots(scores:np.ndarray, k:int) -> np.ndarray|None:
+    "The slots of the `k` best positive scores (with ties), in slot order, partitioning only the scores above a bound a sample gives; None when it cannot tell."
+    n = len(scores)
+    if n < 4 * SAMPLE: return None
+    sample = scores[::n // SAMPLE]
+    j = min(len(sample), 4 * k * len(sample) // n + 1) # the sample's rank above which some 4k scores of all lie
+    v = np.partition(sample, len(sample) - j)[len(sample) - j]
+    if v <= 0: return None
+    sel = np.flatnonzero(scores >= v)
+    if len(sel) < k: return None # fewer than k above the bound: it says nothing of the k-th score
+    kth = np.partition(scores[sel], len(sel) - k)[len(sel) - k] # k at least lie above the bound: the k-th best is among them
+    return sel[scores[sel] >= kth]
 
 def _excluded_mask(ki:KeywordIndex, an:Analyzer, excluded:list[str]) -> tuple[np.ndarray|None, list[str]]:
     "Documents holding an excluded single term, and the multi-word exclusions left to check on positions."
@@ -72,7 +89,7 @@ def _rescore(store:Store, ki:KeywordIndex, g:np.ndarray, base:np.ndarray, q:Quer
     if p.overview_yield and (ov := overview_targets(ki, g, np.where(exact >= 2, start, -1), p)): _yield(store, ki, g, s, ov, why['yields_to'])
     if p.authority_weight and m > 1 and exact.max() < m: # no candidate quotes the query: a question, not a quotation
         top = np.argsort(-s, kind='stable')[:p.authority_depth]
-        why['authority'][top] = p.authority_weight * np.log1p(cited_by(store, ki, g[top], p.authority_title_words))
+        why['authority'][top] = p.authority_weight * np.log1p(cited_by(store, ki, g[top], p.authority_title_words, named=p.authority_named))
         s = s + why['authority']
         if p.main_copy_first: top = np.argsort(-s, kind='stable')[:p.authority_depth]; s[top] = main_first(*families(store, ki.doc_ids[g[top]]), s[top])
     return s, why
@@ -99,17 +116,28 @@ def quote_matrix(store:Store, ids:list[int], titles:list[str]) -> np.ndarray:
     bodies = doc_bodies(store, list(hashes.values()))
     return title_quoters([quoted_names(bodies[hashes[i]][0]) if hashes.get(i) in bodies else set() for i in ids], titles)
 
+def title_names(store:Store, ids:list[int], title_words:int=3, # titles longer than this are sentences, not names
+                named:bool=True # a name also says the same words as its file name (`tar.md` 'tar', `Get-Job.md` 'Get-Job')
+               ) -> tuple[list[list[str]], dict]:
+    "Each document's title as the words of a name ([] when it is not one), and the titles by id."
+    rows = {i: (t or '', p) for i, t, p in store.q(f"SELECT id, title, path FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)} if ids else {}
+    an, out = Analyzer(), []
+    for i in ids:
+        t, path = rows.get(i, ('', ''))
+        w, name = an.terms(t), path.rpartition('/')[2]
+        out.append(w if len(w) <= title_words and (not named or w == an.terms(name.rpartition('.')[0] or name)) else [])
+    return out, {i: r[0] for i, r in rows.items()}
+
 def cited_by(store:Store, ki:KeywordIndex, g:np.ndarray, # candidate slots
              title_words:int=3, # titles longer than this are sentences, not names: nobody points to them by name
-             quoted:bool=False # count only candidates that quote the title as a name, not those holding its words
+             quoted:bool=False, # count only candidates that quote the title as a name, not those holding its words
+             named:bool=True # only titles that name their page (`title_names`)
             ) -> np.ndarray:
     "For each candidate, how many of the others hold (or quote) its title: the page the others point to."
     ids = [int(d) for d in ki.doc_ids[g]]
-    titles = dict(store.q(f"SELECT id, title FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
-    an = Analyzer()
-    terms = [an.terms(titles.get(i, '')) for i in ids]
-    if quoted: return quote_matrix(store, ids, [titles.get(i, '') if len(t) <= title_words else '' for i, t in zip(ids, terms)]).sum(0)
-    return mentions(ki, g, [t if len(t) <= title_words else [] for t in terms])
+    terms, titles = title_names(store, ids, title_words, named)
+    if quoted: return quote_matrix(store, ids, [titles.get(i, '') if t else '' for i, t in zip(ids, terms)]).sum(0)
+    return mentions(ki, g, terms)
 
 def _yield(store:Store, ki:KeywordIndex, g:np.ndarray, s:np.ndarray, ov:dict, yields:dict):
     "Overview pages give their place to the candidate their matched entry links to, and follow it."

@@ -14,7 +14,7 @@ import pandas as pd
 from ..engine.errors import UsageError
 from ..engine.store import Store
 from ..engine.catalog import docs_by_ids, doc_keys, doc_bodies
-from ..engine.search import families, quote_matrix
+from ..engine.search import families, quote_matrix, title_names
 from ..engine.results import check_search_args
 from ..engine.progress import progress_bar
 from ..engine.fusion import RankedList, Lists, fuse_arrays, zscores, minmax
@@ -291,12 +291,12 @@ def alias_groups(c:LabCache, groups:list[list], depth:int) -> list[list]:
 
 def title_holders_of(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[tuple[dict, np.ndarray]]:
     "Per query, which pooled documents hold (or quote, `cited_quoted`) which pooled documents' titles (computed once per list setting)."
-    k = (key_of(p, LIST_FIELDS), p.bm25.authority_title_words, p.cited_quoted)
+    k = (key_of(p, LIST_FIELDS), p.bm25.authority_title_words, p.bm25.authority_named, p.cited_quoted)
     if k in c.holders: return c.holders[k]
-    ki, an, out = keyword_index(c.store), Analyzer(), []
+    ki, out = keyword_index(c.store), []
     for q in ql:
-        g = ki.slots(q.pool); titles = {d.id: d.title for d in docs_by_ids(c.store, q.pool)}
-        ts = [t if g[i] >= 0 and len(t := an.terms(titles.get(d, ''))) <= p.bm25.authority_title_words else [] for i, d in enumerate(q.pool)]
+        g = ki.slots(q.pool); names, titles = title_names(c.store, list(q.pool), p.bm25.authority_title_words, p.bm25.authority_named)
+        ts = [t if g[i] >= 0 else [] for i, t in enumerate(names)]
         M = (quote_matrix(c.store, list(q.pool), [titles.get(d, '') if t else '' for d, t in zip(q.pool, ts)]) if p.cited_quoted else\
              title_holders(ki, np.maximum(g, 0), ts)) & (g >= 0)[:, None]
         out.append(({d: i for i, d in enumerate(q.pool)}, M))
