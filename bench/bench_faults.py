@@ -1,5 +1,6 @@
 """Faults: kill -9 at random moments during `update`, `embed` and ingestion (background jobs of a server), N times each,
-then check the index the way a user would find it after running the command again.
+then check the index the way a user would find it after running the command again, and that no process of the killed
+run (its read pool's or converter's workers) outlives it.
 
 Usage: python bench/bench_faults.py [--runs 20] [--seed 0] [--home DIR]
 
@@ -27,7 +28,22 @@ def killed(env, args, rng, started, extra:float) -> bool:
         while p.poll() is None and not started(): time.sleep(0.01)
         time.sleep(rng.uniform(0, extra))
     if p.poll() is not None: return False
-    p.send_signal(signal.SIGKILL); p.wait(); return True
+    kids = children(p.pid)
+    p.send_signal(signal.SIGKILL); p.wait()
+    end = time.time() + 10 # its worker processes (the read pool, the converter) must die with it
+    while time.time() < end and any(map(alive, kids)): time.sleep(0.05)
+    LEFT_BEHIND.extend(k for k in kids if alive(k))
+    return True
+
+LEFT_BEHIND = [] # processes of killed runs still alive 10 s after their parent was killed
+
+def children(pid:int) -> list[int]:
+    try: return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text(encoding='utf-8').split()]
+    except OSError: return []
+
+def alive(pid:int) -> bool:
+    try: return Path(f'/proc/{pid}/stat').read_text(encoding='utf-8', errors='replace').split(') ')[1][0] not in 'ZX'
+    except OSError: return False
 
 def count(home:Path, sql:str) -> int:
     try:
@@ -166,7 +182,8 @@ def main():
             r = dict(update=case_update, embed=case_embed, ingest=case_ingest)[case](work/case, env, home, a.runs, rng)
             print(f"{case:7s} runs {r.pop('runs')}, killed mid-way {r.pop('killed')}, integrity-check failures {r.pop('integrity')}, "
                   f"lost {r.pop('lost')}, duplicated {r.pop('duplicated')}, orphans {r.pop('orphans')}"
-                  + ''.join(f", {k.replace('_', ' ')} {v}" for k, v in r.items()) + f"  ({time.time() - t:.0f} s)", flush=True)
+                  + ''.join(f", {k.replace('_', ' ')} {v}" for k, v in r.items()) + f", processes left behind {len(LEFT_BEHIND)}  ({time.time() - t:.0f} s)", flush=True)
+            LEFT_BEHIND.clear()
     finally:
         if not a.home: shutil.rmtree(work, ignore_errors=True)
 

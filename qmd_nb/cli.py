@@ -61,7 +61,7 @@ def cmd_collection(a):
     from qmd_nb.engine.format import plural
     st, fmt = _store(a), _fmt(a)
     if a.action == 'add':
-        s = index.add_collection(st, a.path, a.name, a.mask, force=a.force)
+        s = index.add_collection(st, a.path, a.name, a.mask, force=a.force, workers=getattr(a, 'workers', None))
         c = st.config.collections[s.collection]
         if fmt == 'json': return _json(dict(name=c.name, path=c.path, mask=c.mask, stats=_stats_data(s)))
         print(f"Added collection '{c.name}' ({c.path}, {c.mask})"); _print_stats([s])
@@ -99,7 +99,7 @@ def cmd_update(a):
     if not st.config.collections: _hint(st); return 0
     if a.pull:
         for name, err in index.pull_collections(st, a.collection).items(): print(f"git pull failed in {name}: {err}", file=sys.stderr)
-    _print_stats(index.update(st, a.collection or None), _fmt(a))
+    _print_stats(index.update(st, a.collection or None, workers=getattr(a, 'workers', None)), _fmt(a))
 
 def cmd_watch(a):
     "watch: keep the index fresh from file-system events until Ctrl-C"

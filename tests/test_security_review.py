@@ -433,22 +433,21 @@ def test_update_reads_only_what_stays_inside(tmp_path):
     "Finding 15: update lists a collection's files, then reads the changed ones: a file nobody swaps for a link to a root-only file in between is not read (nor a FIFO: the update would hang)."
     t = Tally("15. update's reads", forbidden=['ROOTONLY-7070'])
     from qmd_nb.engine.discover import discover
-    from qmd_nb.engine.scan import UpdateStats
-    from qmd_nb.engine.index import _read
+    from qmd_nb.engine.readpool import read_file, ToRead, Unreadable
     from qmd_nb.engine.config import Collection
     from qmd_nb.engine.text import Analyzer
     secret = Path(tempfile.mkdtemp(prefix='qmd-nb-rootonly-')); (secret/'s.md').write_text('# Root only\n\nROOTONLY-7070\n', encoding='utf-8'); (secret/'s.md').chmod(0o600)
     box = Path(tempfile.mkdtemp(prefix='qmd-nb-coll-')); box.chmod(0o755); os.chown(box, 65534, 65534)
     try:
         subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"cd {box} && printf '# A\\n\\nordinary\\n' > a.md && printf '# B\\n\\nordinary\\n' > b.md && mkdir sub && printf '# C\\n\\nordinary\\n' > sub/c.md && ln -s sub/c.md in.md"], check=True)
-        c, stats = Collection('pubx', str(box), '**/*.md'), UpdateStats('pubx')
+        c = Collection('pubx', str(box), '**/*.md')
         listed = list(discover(c.path, c.masks))
         t.check('listed', sorted(r for r, _, _ in listed), ['a.md', 'b.md', 'in.md', 'sub/c.md'])
         subprocess.run(['su', 'nobody', '-s', '/bin/sh', '-c', f"cd {box} && rm a.md && ln -s {secret}/s.md a.md && rm b.md && mkfifo b.md"], check=True) # after the listing
-        out = {rel: _read(full, rel, None, st, c, Analyzer(), stats, {}) for rel, full, st in listed}
-        t.check('the swapped file is not read', out['a.md'], None, repr(out['a.md'])[:300])
-        t.check('the FIFO is not waited on', out['b.md'], None, repr(out['b.md'])[:300])
-        t.check('why', sorted(stats.problems), ['a.md', 'b.md'], str(stats.problems))
+        out = {rel: read_file(ToRead(rel, full), c.name, os.path.realpath(c.path), Analyzer()) for rel, full, st in listed} # what update's readers (the pool's too) run
+        t.check('the swapped file is not read', type(out['a.md']).__name__, 'Unreadable', repr(out['a.md'])[:300])
+        t.check('the FIFO is not waited on', type(out['b.md']).__name__, 'Unreadable', repr(out['b.md'])[:300])
+        t.check('why', sorted(r for r, v in out.items() if isinstance(v, Unreadable)), ['a.md', 'b.md'], str({r: v for r, v in out.items() if isinstance(v, Unreadable)}))
         t.check('a link inside the folder still read', getattr(out['in.md'], 'body', ''), getattr(out['sub/c.md'], 'body', None))
     finally: shutil.rmtree(box, ignore_errors=True); shutil.rmtree(secret, ignore_errors=True)
     t.done()

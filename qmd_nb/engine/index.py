@@ -6,7 +6,8 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/index.html.md"""
 
 # %% ../../nbs/engine/05_index.ipynb #4c502fe9
 from __future__ import annotations
-import errno, hashlib, os, re, shutil, stat, time
+import os, re, shutil, stat, time
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from .config import Collection, check_name, check_path_text, norm_context_path, atomic_write
@@ -14,10 +15,11 @@ from .errors import UsageError, NotFound, QmdError, DiskFull, disk_full
 from .text import Analyzer, doc_title
 from .store import Store, DocRow, generation, get_collection, check_allowed
 from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, rename_in_catalog, cached_conversion, cache_conversions, library_files
-from .convert import decode_text, Converter, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED, DEFAULT_MASK
+from .convert import Converter, ConversionError, CONVERTER_VERSION, DEFAULT_MASK
 from .progress import progress_bar
+from .readpool import ToRead, Unreadable, Pending, read_files, index_workers, roomy_heap
 from .discover import glob_re, mask_match, discover, listing
-from .scan import doc_meta, prepare_doc, read_inside, UpdateStats, stat_unchanged, racy, RACY_NS, load_snapshots, save_snapshots, unchanged_since, narrow, snapshot_after
+from .scan import doc_meta, prepare_doc, UpdateStats, stat_unchanged, racy, RACY_NS, load_snapshots, save_snapshots, unchanged_since, narrow, snapshot_after
 
 # %% auto #0
 __all__ = ['ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword', 'update', 'covering', 'add_collection',
@@ -25,31 +27,6 @@ __all__ = ['ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword', 'upd
            'git_pull', 'pull_collections']
 
 # %% ../../nbs/engine/05_index.ipynb #74d5debf
-@dataclass
-class _Pending:
-    "A changed PDF, Word or HTML file waiting for its conversion."
-    rel: str
-    data: bytes
-    hash: str
-    kind: str
-    st: os.stat_result
-    known: bool # the catalog had a document at this path
-
-def _read(full, rel, old, st, c, an, stats, lib, root:str|None=None # the collection folder's real path (default: resolved now)
-         ):
-    "A NewDoc for a changed file, a _Pending conversion, 'same' when only its stat moved (`old`: the hash the catalog has), or None (problem recorded)."
-    try: data, st = read_inside(full, root or os.path.realpath(c.path))
-    except OSError as e:
-        why = 'it became a symbolic link' if e.errno == errno.ELOOP else e.strerror
-        stats.problems[rel] = f"unreadable: {why}"; return None
-    h = hashlib.sha256(data).hexdigest()
-    if old == h: return 'same'
-    kind = KINDS.get(os.path.splitext(rel)[1].lower())
-    if kind in CONVERTED: return _Pending(rel, data, h, kind, st, old is not None)
-    try: text = decode_text(data)
-    except ValueError as e: stats.problems[rel] = str(e); return None
-    return prepare_doc(c.name, rel, text, h, an, st.st_size, st.st_mtime, meta=doc_meta({}, *lib[rel]) if rel in lib else None)
-
 def _converted(store, pend, cv, c, an, stats, lib) -> tuple[list, list]:
     "NewDocs of the pending files that converted (cached conversions reused), and the new cache rows."
     res = {p.hash: cached_conversion(store, p.hash, CONVERTER_VERSION) for p in pend}
@@ -108,8 +85,8 @@ def _moved_title(store, k:DocRow, new:str) -> str:
     text, start = doc_body(store, k.hash)
     return doc_title(k.meta, text.split('\n', start + 200)[start:start + 200], new)
 
-def _read_changed(store, c, p:ScanPlan, old_hash:dict, by_hash:dict, moves:list, stats, an, lib, progress, batch, convert_batch):
-    "Read the plan's files: write the new and changed ones in batches, and add renames found by content hash to `moves`."
+def _read_changed(store, c, p:ScanPlan, old_hash:dict, by_hash:dict, moves:list, stats, an, lib, progress, batch, convert_batch, workers=1):
+    "Read the plan's files (in `workers` processes when many: `read_files`), write the new and changed ones in batches, in order, and add renames found by content hash to `moves`."
     docs, pend, stat_of = [], [], {rel: st for rel, _, st, _ in p.read}
     root = os.path.realpath(c.path) # what `read_inside` checks each file is still inside
     def stamp(ds): # the stat each document was read with: what the next update compares
@@ -119,13 +96,13 @@ def _read_changed(store, c, p:ScanPlan, old_hash:dict, by_hash:dict, moves:list,
         nonlocal docs, pend
         new, cache = _converted(store, pend, cv, c, an, stats, lib); pend = []
         put_docs(store, stamp(docs + new)); docs = []; cache_conversions(store, cache, CONVERTER_VERSION)
-    with progress_bar(len(p.read), f'Indexing {c.name}', progress) as bar, Converter() as cv:
-        for rel, full, st, k in p.read:
+    todo = [ToRead(rel, full, old_hash.get(k.id) if k else None, doc_meta({}, *lib[rel]) if rel in lib else None) for rel, full, _, k in p.read]
+    with progress_bar(len(p.read), f'Indexing {c.name}', progress) as bar, Converter() as cv, closing(read_files(todo, c.name, root, an, workers)) as got:
+        for (rel, full, st, k), d in zip(p.read, got):
             bar.update(1)
-            d = _read(full, rel, old_hash.get(k.id) if k else None, st, c, an, stats, lib, root)
-            if d is None: stats.skipped += 1; continue
+            if isinstance(d, Unreadable): stats.problems[rel] = d.why; stats.skipped += 1; continue
             if d == 'same': p.touch.append((*_stat_row(st), k.id)); stats.unchanged += 1; continue
-            if isinstance(d, _Pending):
+            if isinstance(d, Pending):
                 pend.append(d)
                 if len(pend) >= convert_batch or sum(len(x.data) for x in pend) > 2**26: flush(cv)
                 continue
@@ -138,7 +115,7 @@ def _read_changed(store, c, p:ScanPlan, old_hash:dict, by_hash:dict, moves:list,
         flush(cv)
 
 def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, an:Analyzer|None=None, progress:bool|None=None,
-          batch:int=500, convert_batch:int=64) -> tuple[UpdateStats, list]:
+          batch:int=500, convert_batch:int=64, workers:int=1) -> tuple[UpdateStats, list]:
     "Bring the catalog's `known` documents in line with `files` (found on disk over the same ground); the stats, and the contents that may have lost their last document."
     an, stats, lib = an or Analyzer(), UpdateStats(c.name), library_files(store, c.name)
     p = plan_scan(files, known, since_ns, renames=not lib)
@@ -147,7 +124,7 @@ def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, 
     moves = [(new, _moved_title(store, gone_rows[old], new), *_stat_row(st), known[old].id) for old, new, st in p.moves]
     old_hash = doc_hashes(store, [k.id for *_, k in p.read if k is not None])
     by_hash = {d.hash: d for rel, d in gone_rows.items() if rel in p.gone} if p.read and not lib else {}
-    _read_changed(store, c, p, old_hash, by_hash, moves, stats, an, lib, progress, batch, convert_batch)
+    _read_changed(store, c, p, old_hash, by_hash, moves, stats, an, lib, progress, batch, convert_batch, workers)
     remove_docs(store, [k.id for rel, k in p.gone.items()]) # first: a file renamed onto a vanished one's path
     move_docs(store, moves); touch_docs(store, p.touch)
     failed = [k.id for rel, k in known.items() if rel in stats.problems and rel not in p.gone] # a file that no longer converts loses its old document
@@ -158,7 +135,8 @@ def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, 
 def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress:bool|None=None, batch:int=500,
                       convert_batch:int=64, # PDF/Word/HTML files converted together (in a process pool when many)
                       snaps:dict|None=None, # collection -> `Snapshot` (`load_snapshots`): compared instead of the catalog, then brought up to date
-                      orphans:list|None=None # gets the contents that may have lost their last document
+                      orphans:list|None=None, # gets the contents that may have lost their last document
+                      workers:int=1 # processes that read a big batch of changed files (`index_workers`)
                      ) -> UpdateStats:
     "Bring one collection's documents in line with its folder."
     if not Path(c.path).is_dir(): raise NotFound(f"Collection '{c.name}' folder is missing: {c.path}")
@@ -171,7 +149,7 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
     if snap is not None and unchanged_since(ls, snap, since) and not has_problems(store, c.name):
         return UpdateStats(c.name, unchanged=len(ls.keys), left_out=left_out) # nothing changed: nothing is written
     files, known, same = narrow(ls, snap, since) if snap is not None else (list(zip(ls.keys, ls.fulls, ls.stats)), doc_index(store, c.name), 0)
-    stats, maybe = _sync(store, c, files, known, since, an, progress, batch, convert_batch)
+    stats, maybe = _sync(store, c, files, known, since, an, progress, batch, convert_batch, workers)
     stats.unchanged += same; stats.left_out = left_out
     set_problems(store, c.name, stats.problems); mark_updated(store, c.name, began)
     if snaps is not None: snaps[c.name] = snapshot_after(store, c.name, ls, snap, files, known)
@@ -195,16 +173,18 @@ def _sweep(store:Store, hashes:list|None):
     store.shrink_wal() # the space of a big update's log, before the keyword index takes its own
 
 def update(store:Store, names:list[str]|None=None, # collections to update (default: all)
-           progress:bool|None=None) -> list[UpdateStats]:
+           progress:bool|None=None,
+           workers:int|None=None # processes that read a big batch of changed files (default: `index_workers`)
+          ) -> list[UpdateStats]:
     """Update collections, then drop unused content and bring the keyword index up to date. One that finds nothing
     changed writes nothing (a killed run's leftovers are still swept: the generation moved since the last sweep)."""
     with store.writing():
         store.reload_config() # another process may have changed collections while we waited
         cols = [get_collection(store, n) for n in names] if names else list(store.config.collections.values())
-        an, stats, snaps, maybe = Analyzer(), [], load_snapshots(store), []
+        an, stats, snaps, maybe, workers = Analyzer(), [], load_snapshots(store), [], index_workers(store.config.settings, workers)
         was, swept = dict(snaps), kv_get(store, 'swept') == str(generation(store))
         for c in cols:
-            try: stats.append(update_collection(store, c, an, progress, snaps=snaps, orphans=maybe))
+            try: stats.append(update_collection(store, c, an, progress, snaps=snaps, orphans=maybe, workers=workers))
             except NotFound as e: stats.append(UpdateStats(c.name, error=str(e))) # e.g. an unmounted drive: keep its documents
             except DiskFull: # batches are committed as they go (as a kill leaves them): say what that means
                 store.shrink_wal()
@@ -237,7 +217,8 @@ def add_collection(store:Store, path:str, # folder to index
                    name:str|None=None, # collection name (default: the folder's name)
                    mask:str=DEFAULT_MASK, # glob(s), comma-separated
                    progress:bool|None=None,
-                   force:bool=False # add it even when another collection already covers the folder
+                   force:bool=False, # add it even when another collection already covers the folder
+                   workers:int|None=None # processes that read its files (default: `index_workers`)
                   ) -> UpdateStats:
     "Add a folder as a collection and index it: all or nothing (a full disk or Ctrl-C leaves the index as it was)."
     folder = Path(check_path_text(path)).expanduser().resolve()
@@ -246,6 +227,7 @@ def add_collection(store:Store, path:str, # folder to index
     masks = Collection(name, str(folder), mask).masks # split as update will (commas inside {a,b} stay), so each is checked now
     if not masks: raise UsageError("Empty --mask")
     for m in masks: glob_re(m.strip())
+    workers = index_workers(store.config.settings, workers)
     with store.writing():
         store.reload_config()
         if name in store.config.collections:
@@ -256,8 +238,8 @@ def add_collection(store:Store, path:str, # folder to index
         from qmd_nb.engine.keyword import current_commit # numpy: not on the path of an update with nothing to do
         c, kw = Collection(name, str(folder), mask), current_commit(store.paths.keyword_dir)
         try:
-            with store.tx(): # one transaction: readers see the collection whole, or not at all
-                s = update_collection(store, c, Analyzer(), progress)
+            with roomy_heap(), store.tx(): # one transaction: readers see the collection whole, or not at all
+                s = update_collection(store, c, Analyzer(), progress, workers=workers)
                 store.config.collections[name] = c; refresh_keyword(store); store.save_config()
         except BaseException: _undo_add(store, name, kw); raise
     return s
