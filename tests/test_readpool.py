@@ -1,5 +1,5 @@
 "The read pool (qmd_nb.engine.readpool) through the real command line: a pooled first index writes exactly what the serial one writes, and Ctrl-C or kill -9 during one leaves no worker behind and an index the next run completes."
-import os, random, shutil, signal, sqlite3, subprocess, time
+import os, random, shutil, signal, sqlite3, subprocess, sys, time
 from pathlib import Path
 import pytest
 from conftest import DATA, QMD_BIN, Qmd, write_tree
@@ -116,3 +116,18 @@ def test_stdio_mcp_catch_up_through_the_pool(tmp_path):
                 await asyncio.sleep(0.1)
     res, status = asyncio.run(run())
     assert res and status['totalDocuments'] == 701 and status['freshness']['error'] is None, status
+
+def test_unguarded_script_runs_once(tmp_path):
+    "A script that indexes at its top level, with no `if __name__ == '__main__':` guard, is not run again by the pool's workers."
+    root, log, home = _corpus(tmp_path/'pages', 600), tmp_path/'ran.log', tmp_path/'home'
+    script = tmp_path/'index_notes.py'
+    script.write_text(f"""import os
+from qmd_nb.engine.store import Store
+from qmd_nb.engine.index import add_collection
+with open({str(log)!r}, 'a') as f: f.write(f'{{os.getpid()}}\\n') # a side effect before the call: once, in this process
+st = Store(env={{'QMD_NB_HOME': {str(home)!r}}})
+print(add_collection(st, {str(root)!r}, name='p', workers=2, progress=False).indexed)
+""", encoding='utf-8')
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == '603', (r.stdout, r.stderr[-2000:])
+    assert len(log.read_text(encoding='utf-8').split()) == 1, log.read_text(encoding='utf-8') # the workers did not run it again

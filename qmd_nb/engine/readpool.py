@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/readpool.html.md"""
 
 # %% ../../nbs/engine/04d_readpool.ipynb #4d064a25
 from __future__ import annotations
-import errno, hashlib, os, signal, threading
+import errno, hashlib, os, signal, sys, threading
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -128,6 +128,16 @@ def _children_ignore_ctrl_c():
     try: yield
     finally: signal.signal(signal.SIGINT, old)
 
+@contextmanager
+def _workers_skip_main():
+    "Workers started in here do not import `__main__` (spawn re-runs a script's unguarded top level in each worker); they need nothing from it."
+    m = sys.modules['__main__']
+    saved = {k: m.__dict__[k] for k in ('__spec__', '__file__') if k in m.__dict__}
+    m.__dict__.pop('__file__', None); m.__spec__ = None # spawn reads these two to decide what to import (multiprocessing.spawn)
+    try: yield
+    finally:
+        m.__dict__.pop('__spec__', None); m.__dict__.update(saved)
+
 def _read_batch(files:list, collection:str, root:str, stem:bool, stop_words:frozenset) -> list:
     an = _analyzer(stem, stop_words)
     return [read_file(f, collection, root, an) for f in files]
@@ -151,10 +161,12 @@ def _in_order(pool, todo:deque, ahead:int, args:tuple) -> Iterator:
     "The answers of the batches in `todo`, in order, with at most `ahead` tasks queued; the rest here if a worker dies."
     from concurrent.futures.process import BrokenProcessPool
     queued = deque()
+    def submit(b):
+        with _workers_skip_main(): return pool.submit(_read_batch, b, *args) # a submit may start a worker
     with _children_ignore_ctrl_c(): # the workers start with the first tasks: a Ctrl-C while they import must not print their tracebacks
-        while todo and len(queued) < ahead: b = todo.popleft(); queued.append((b, pool.submit(_read_batch, b, *args)))
+        while todo and len(queued) < ahead: b = todo.popleft(); queued.append((b, submit(b)))
     while todo or queued:
-        while todo and len(queued) < ahead: b = todo.popleft(); queued.append((b, pool.submit(_read_batch, b, *args)))
+        while todo and len(queued) < ahead: b = todo.popleft(); queued.append((b, submit(b)))
         b, fut = queued.popleft()
         try: got = fut.result()
         except BrokenProcessPool: # a worker died: nothing is lost, the rest is read here
