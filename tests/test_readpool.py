@@ -128,6 +128,6 @@ with open({str(log)!r}, 'a') as f: f.write(f'{{os.getpid()}}\\n') # a side effec
 st = Store(env={{'QMD_NB_HOME': {str(home)!r}}})
 print(add_collection(st, {str(root)!r}, name='p', workers=2, progress=False).indexed)
 """, encoding='utf-8')
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, encoding='utf-8', timeout=300, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == '603', (r.stdout, r.stderr[-2000:])
     assert len(log.read_text(encoding='utf-8').split()) == 1, log.read_text(encoding='utf-8') # the workers did not run it again
