@@ -86,3 +86,15 @@ def mcp_session(port, token, messages):
     if sid: request(port, 'DELETE', '/mcp', None, h)
     return out
 '''
+
+def mount(*args) -> bool:
+    "`mount` with these arguments (a read-only bind mount, a small tmpfs); False when not root or refused."
+    if os.geteuid() != 0: return False
+    return subprocess.run(['mount', *map(str, args)], capture_output=True).returncode == 0
+
+@pytest.fixture
+def mounts():
+    "Mount points a test adds to the list it gets; unmounted after it, last first."
+    done = []
+    yield done
+    for m in reversed(done): subprocess.run(['umount', '-l', str(m)], capture_output=True)

@@ -5,7 +5,7 @@ import json, os, signal, socket, sqlite3, subprocess, sys, threading, time, unic
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import httpx, pytest
-from conftest import QMD_BIN, write_tree
+from conftest import QMD_BIN, mount, write_tree
 from test_rest import Server, _mcp_http
 
 def _answers(r) -> tuple[int, str]: return r.status_code, r.json().get('detail', '')
@@ -290,16 +290,6 @@ def test_symlink_swapped_in_during_update_is_never_indexed(qmd, tmp_path):
     print(f'links refused while reading: {refused}')
 
 # 6. Read-only index, full disk ---------------------------------------------------------------------------------------------
-def _mount(*args) -> bool:
-    if os.geteuid() != 0: return False
-    return subprocess.run(['mount', *map(str, args)], capture_output=True).returncode == 0
-
-@pytest.fixture
-def mounts():
-    done = []
-    yield done
-    for m in reversed(done): subprocess.run(['umount', '-l', str(m)], capture_output=True)
-
 def _files(home:Path) -> dict: return {str(p): p.stat().st_mtime_ns for p in home.rglob('*') if p.is_file()}
 
 def _each(q, commands:list) -> list:
@@ -311,7 +301,7 @@ def test_read_only_index_serves_every_read(qmd, notes, tmp_path, mounts):
     from conftest import Qmd
     qmd('collection', 'add', notes, '--name', 'notes'); qmd('embed'); qmd('mcp-config') # (mcp-config makes the server's token)
     ro = tmp_path/'ro'; ro.mkdir()
-    if not _mount('--bind', '-o', 'ro', qmd.home, ro): pytest.skip('needs root to bind-mount read-only')
+    if not mount('--bind', '-o', 'ro', qmd.home, ro): pytest.skip('needs root to bind-mount read-only')
     mounts.append(ro)
     r = Qmd(ro)
     for args, out in _each(r, [['status'], ['search', 'rsync'], ['get', 'backup.md'], ['multi-get', 'notes/journals/*.md'], ['vsearch', 'keeping files safe'],
@@ -346,7 +336,7 @@ def test_read_only_index_serves_every_read(qmd, notes, tmp_path, mounts):
 def test_full_disk_leaves_the_index_as_it_was(qmd, tmp_path, mounts):
     from conftest import Qmd
     mnt = tmp_path/'mnt'; mnt.mkdir()
-    if not _mount('-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt): pytest.skip('needs root to mount a small tmpfs')
+    if not mount('-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt): pytest.skip('needs root to mount a small tmpfs')
     mounts.append(mnt)
     q = Qmd(mnt/'home')
     q('collection', 'add', write_tree(tmp_path/'small', {f's{i}.md': f'# S{i}\n\nrsync note {i}\n' for i in range(20)}), '--name', 'small')
@@ -381,7 +371,7 @@ def test_full_disk_reads_answer_and_stopped_writes_say_so(tmp_path, mounts):
     "A disk another program filled: every read answers (CLI, both servers); an update or embedding the disk stops says what it kept."
     from conftest import Qmd, NOTES
     mnt = tmp_path/'mnt'; mnt.mkdir()
-    if not _mount('-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', mnt): pytest.skip('needs root to mount a small tmpfs') # room for the segmented keyword index of 1500 longer pages, once freed
+    if not mount('-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', mnt): pytest.skip('needs root to mount a small tmpfs') # room for the segmented keyword index of 1500 longer pages, once freed
     mounts.append(mnt)
     q = Qmd(mnt/'home')
     q('collection', 'add', write_tree(tmp_path/'notes', NOTES), '--name', 'notes'); q('embed'); q('mcp-config')
