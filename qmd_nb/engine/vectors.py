@@ -24,8 +24,8 @@ from .chroma import VectorStore, space_name, vector_generation, chroma_url, save
 
 # %% auto #0
 __all__ = ['EXACT_MAX', 'SMALL_SHARE', 'OVERFETCH', 'VectorIndexMissing', 'pending_hashes', 'record_embedded', 'orphan_vectors',
-           'EmbedStats', 'token_counter', 'chunk_content', 'planned', 'expected_chunks', 'embed', 'ExactIndex',
-           'exact_index', 'subset_index', 'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
+           'EmbedStats', 'token_counter', 'chunk_content', 'planned', 'expected_chunks', 'embed', 'similarities',
+           'ExactIndex', 'exact_index', 'subset_index', 'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
 
 # %% ../../nbs/engine/10_vectors.ipynb #940e0778
 class VectorIndexMissing(QmdError):
@@ -173,6 +173,10 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
 # %% ../../nbs/engine/10_vectors.ipynb #d5138907
 EXACT_MAX = 50_000
 
+def similarities(M:np.ndarray, qv) -> np.ndarray:
+    "Each row of `M` times the query vector, by einsum, not BLAS: BLAS's threads spin on a busy machine (3x the CPU)."
+    return np.einsum('ij,j->i', M, np.asarray(qv, dtype=np.float32))
+
 @dataclass
 class ExactIndex:
     "Every chunk vector, grouped by content hash."
@@ -185,7 +189,7 @@ class ExactIndex:
     def best(self, qv:np.ndarray, k:int, group_mask:np.ndarray|None=None) -> list[tuple]:
         "Top-k groups by their best chunk: (hash, seq, similarity, metadata)."
         if not len(self.hashes): return []
-        sims = np.einsum('ij,j->i', self.M, np.asarray(qv, dtype=np.float32)) # not BLAS: its threads spin on a busy machine (3x the CPU)
+        sims = similarities(self.M, qv)
         g = np.maximum.reduceat(sims, self.ptr)
         if group_mask is not None: g = np.where(group_mask, g, -np.inf)
         k = min(k, int(np.isfinite(g).sum()))
@@ -289,7 +293,7 @@ def _hnsw_filtered(store, vs, qv, k, allowed:dict, total:int) -> list[tuple]:
     return _exact_top(*vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]), qv, k)
 
 def _exact_top(ids, M, metas, qv, k) -> list[tuple]:
-    sims = M @ np.asarray(qv, dtype=np.float32)
+    sims = similarities(M, qv)
     k = min(k, len(sims))
     top = np.argpartition(-sims, k - 1)[:k] if k else np.zeros(0, dtype=int) # not a full sort: 100k chunks sort in ~10 ms
     return [(metas[i]['hash'], metas[i]['seq'], float(sims[i]), metas[i]) for i in top[np.lexsort((top, -sims[top]))]] # best first, ties in order
