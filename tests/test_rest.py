@@ -32,7 +32,10 @@ class Server:
 
     def stop(self):
         self.http.close(); self.p.send_signal(signal.SIGTERM)
-        out, err = self.p.communicate(timeout=30)
+        try: out, err = self.p.communicate(timeout=30)
+        except subprocess.TimeoutExpired: # say what the server was doing, rather than only that it hung
+            self.p.kill(); out, err = self.p.communicate()
+            raise AssertionError(f"server still running 30 s after SIGTERM (exit {self.p.returncode}); stderr: {err.decode()[-3000:]}") from None
         return self.p.returncode, out.decode(), err.decode()
 
 def _serve_notes(qmd, notes, allow):

@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/server.html.md"""
 
 # %% ../../nbs/serve/23_server.ipynb #4fceb0d4
 from __future__ import annotations
-import json, logging, os, socket, sys, threading, time
+import faulthandler, json, logging, os, socket, sys, threading, time
 from pathlib import Path
 from ..engine.errors import QmdError
 
@@ -80,6 +80,9 @@ def _exit_within(seconds:float):
             except (OSError, ValueError): pass
         os._exit(0)
     t = threading.Timer(seconds, go); t.daemon = True; t.start()
+    # a backstop that needs no GIL: should a C extension hold it (or the timer be stuck), faulthandler's own thread prints
+    # every thread's stack to stderr and leaves with status 1, so a hung stop says where it hung instead of hanging
+    faulthandler.dump_traceback_later(seconds + 10, exit=True)
 
 def _server_class():
     import uvicorn
