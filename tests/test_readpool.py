@@ -81,7 +81,8 @@ def _gone(pids:list[int], secs:float=10) -> bool:
 @pytest.mark.skipif(not (DATA/'tldr-pages').is_dir(), reason='needs ../shared/data')
 def test_interrupted_pooled_index_leaves_no_worker(tmp_path):
     "Ctrl-C (to the whole process group, as a terminal sends it), SIGTERM and kill -9 (to the parent alone) during a pooled first index."
-    root = tmp_path/'pages'; shutil.copytree(DATA/'tldr-pages', root)
+    root = tmp_path/'pages' # four copies of tldr-pages (~30k files): one alone is indexed in ~1 s, which a signal sent 0.5 s after
+    for i in range(4): shutil.copytree(DATA/'tldr-pages', root/f'copy{i}') # the workers start could miss (the index done, exit 0)
     n = sum(p.is_file() for p in root.rglob('*')) # all markdown, none hidden
     q = Qmd(tmp_path/'home')
     p, kids = _started(q, root)
