@@ -23,9 +23,10 @@ from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_
 from .chroma import VectorStore, space_name, vector_generation, chroma_url, save_matrix, load_matrix, prune_matrices
 
 # %% auto #0
-__all__ = ['EXACT_MAX', 'SMALL_SHARE', 'OVERFETCH', 'VectorIndexMissing', 'pending_hashes', 'record_embedded', 'orphan_vectors',
-           'EmbedStats', 'token_counter', 'chunk_content', 'planned', 'expected_chunks', 'embed', 'similarities',
-           'ExactIndex', 'exact_index', 'subset_index', 'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
+__all__ = ['EXACT_MAX', 'SMALL_SHARE', 'OVERFETCH', 'RECENT', 'VectorIndexMissing', 'pending_hashes', 'record_embedded',
+           'orphan_vectors', 'EmbedStats', 'token_counter', 'chunk_content', 'planned', 'expected_chunks', 'embed',
+           'similarities', 'ExactIndex', 'exact_index', 'subset_index', 'recent_index', 'vector_chunks', 'has_vectors',
+           'vector_hits', 'vsearch']
 
 # %% ../../nbs/engine/10_vectors.ipynb #940e0778
 class VectorIndexMissing(QmdError):
@@ -292,6 +293,23 @@ def _hnsw_filtered(store, vs, qv, k, allowed:dict, total:int) -> list[tuple]:
         return [c for c in vs.query(qv, min(total, int(k * total / mine * OVERFETCH) + 10)) if c[0] in allowed][:k]
     return _exact_top(*vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]), qv, k)
 
+RECENT = 256 # contents embedded last, searched exactly beside HNSW: a new vector far from the rest may be out of the graph's reach
+
+def recent_index(store:Store, vs:VectorStore) -> ExactIndex:
+    "Exact index of the `RECENT` contents embedded last (the catalog's newest `embedded` rows), read once per vector or catalog change."
+    def build():
+        rows = store.q("SELECT hash, chunks FROM embedded WHERE fingerprint=? ORDER BY rowid DESC LIMIT ?", (vs.fingerprint, RECENT))
+        return _build_exact(*vs.vectors([f'{h}:{i}' for h, n in rows for i in range(n)]))
+    return _cached(store, vs, 'vrecent', None, build, keep=2)
+
+def _with_recent(store, vs, qv, got:list, k:int, allowed:dict|None=None) -> list[tuple]:
+    "HNSW's nearest chunks `got`, merged with the nearest of the recent contents (of those in `allowed`, when given), best first."
+    rec = recent_index(store, vs)
+    mask = None if allowed is None else np.array([h in allowed for h in rec.hashes], dtype=bool)
+    seen = {(c[0], c[1]) for c in got}
+    extra = [c for c in rec.best(qv, k, mask) if (c[0], c[1]) not in seen]
+    return sorted(got + extra, key=lambda c: -c[2])[:k] if extra else got
+
 def _exact_top(ids, M, metas, qv, k) -> list[tuple]:
     sims = similarities(M, qv)
     k = min(k, len(sims))
@@ -312,13 +330,14 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
             mask = hm if mask is None else mask & hm
         return ex.best(qv, n + 10, mask) # one best chunk per content; a few spare for contents outside the filter
     k = n * per_doc + 10
-    if not names and hashes is None: return vs.query(qv, k)
+    if not names and hashes is None: return _with_recent(store, vs, qv, vs.query(qv, k), k)
     if names and _filtered_chunks(store, vs, names) < total * SMALL_SHARE: # a small share: exact search over the collections' saved matrix
         ex, mask = _subset(store, vs, names)
         if hashes is not None: mask = np.isin(ex.hashes, list(hashes)) & (True if mask is None else mask)
         return ex.best(qv, n + 10, mask) # one best chunk per content, as on the exact path above
     allowed = _allowed_cached(store, vs, names)
-    return _hnsw_filtered(store, vs, qv, k, allowed if hashes is None else {h: c for h, c in allowed.items() if h in hashes}, total)
+    allowed = allowed if hashes is None else {h: c for h, c in allowed.items() if h in hashes}
+    return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, k, allowed, total), k, allowed)
 
 # %% ../../nbs/engine/10_vectors.ipynb #18ecd447
 def has_vectors(store:Store, fingerprint:str) -> bool:
