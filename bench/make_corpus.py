@@ -153,6 +153,8 @@ def make_vectors(out:Path, chunks:int, sample:int, per_doc:int=8, dim_noise:floa
                       metadatas=[dict(hash=h, seq=s, start=s + 1, end=s + 1) for h in hs for s in range(per_doc)])
         record_embedded(st, emb.fingerprint, {h: per_doc for h in hs})
         if k % 12500 == 0: print(f"{k * per_doc:,} chunks ({time.time() - t:.0f} s)", file=sys.stderr, flush=True)
+    from qmd_nb.engine.keyword import refresh
+    refresh(st) # the keyword index, as `collection add` leaves it: without it every reading process builds one (vsearch folds near-copies by its signatures)
     print(f"{out/'vectors-1m'}: {docs * per_doc:,} chunks in {time.time() - t:.0f} s", file=sys.stderr)
 
 def main():
