@@ -14,8 +14,8 @@ from .store import Store
 from .chunk import Chunk
 
 # %% auto #0
-__all__ = ['chroma_url', 'chroma_client', 'space_name', 'vector_generation', 'VectorStore', 'save_matrix', 'load_matrix',
-           'prune_matrices']
+__all__ = ['chroma_url', 'chroma_client', 'space_name', 'vector_generation', 'vector_epoch', 'VectorStore', 'save_matrix',
+           'load_matrix', 'prune_matrices']
 
 # %% ../../nbs/engine/09a_chroma.ipynb #330c2995
 def chroma_url(store:Store, env:dict|None=None) -> str|None:
@@ -63,6 +63,11 @@ def space_name(fingerprint:str) -> str:
 def vector_generation(store:Store, fingerprint:str) -> int:
     "Counter that goes up whenever vectors of `fingerprint` are added or removed."
     r = store.q("SELECT value FROM kv WHERE key=?", (f'vectors:{fingerprint}',))
+    return int(r[0][0]) if r else 0
+
+def vector_epoch(store:Store, fingerprint:str) -> int:
+    "Counter that goes up when contents that had vectors of `fingerprint` get new ones (a forced embed): matrices saved before are void."
+    r = store.q("SELECT value FROM kv WHERE key=?", (f'vector-epoch:{fingerprint}',))
     return int(r[0][0]) if r else 0
 
 def _opening(store:Store) -> threading.RLock: return store.cache.setdefault('vectors-opening', threading.RLock()) # setdefault: atomic
@@ -165,11 +170,12 @@ def save_matrix(f:Path, # the `.npz` of the small arrays; the matrix goes beside
     except OSError: return _unlink(tmp, mf)
     _unlink(*[m for m in f.parent.glob(f'{f.stem}.*.npy') if m != mf]) # the matrices this one replaces
 
-def load_matrix(f:Path, gen:int) -> tuple[np.ndarray, dict]|None:
+def load_matrix(f:Path, gen:int|None # the vector generation it must have been read at (None: any)
+               ) -> tuple[np.ndarray, dict]|None:
     "(the matrix, memory-mapped; the arrays) saved in `f` for vector generation `gen`; None when absent, of another generation, or unreadable."
     try:
         with np.load(f, allow_pickle=False) as z:
-            if 'matrix' not in z.files or int(z['gen']) != gen: return None
+            if 'matrix' not in z.files or (gen is not None and int(z['gen']) != gen): return None
             arrays, mf = {k: z[k] for k in z.files if k not in ('gen', 'matrix')}, f.with_name(str(z['matrix']))
         M = np.load(mf, allow_pickle=False, mmap_mode='r' if mf.stat().st_size > 4096 else None) # an empty one cannot be mapped
         return M, arrays

@@ -20,13 +20,13 @@ from .catalog import doc_bodies
 from .progress import progress_bar, set_total
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
-from .chroma import VectorStore, space_name, vector_generation, chroma_url, save_matrix, load_matrix, prune_matrices
+from .chroma import VectorStore, space_name, vector_generation, vector_epoch, chroma_url, save_matrix, load_matrix, prune_matrices
 
 # %% auto #0
-__all__ = ['EXACT_MAX', 'SMALL_SHARE', 'OVERFETCH', 'RECENT', 'VectorIndexMissing', 'pending_hashes', 'record_embedded',
-           'orphan_vectors', 'EmbedStats', 'token_counter', 'chunk_content', 'planned', 'expected_chunks', 'embed',
-           'similarities', 'ExactIndex', 'exact_index', 'subset_index', 'recent_index', 'vector_chunks', 'has_vectors',
-           'vector_hits', 'vsearch']
+__all__ = ['EXACT_MAX', 'DELTA_MAX', 'SMALL_SHARE', 'OVERFETCH', 'RECENT', 'VectorIndexMissing', 'pending_hashes',
+           'record_embedded', 'orphan_vectors', 'EmbedStats', 'token_counter', 'chunk_content', 'planned',
+           'expected_chunks', 'embed', 'similarities', 'ExactIndex', 'exact_index', 'subset_index', 'recent_index',
+           'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
 
 # %% ../../nbs/engine/10_vectors.ipynb #940e0778
 class VectorIndexMissing(QmdError):
@@ -43,7 +43,11 @@ def pending_hashes(store:Store, fingerprint:str, collections:list[str]|None=None
 
 def record_embedded(store:Store, fingerprint:str, counts:dict):
     "Note that these contents (hash -> chunk count) now have vectors."
+    hs = list(counts)
     with store.tx() as db:
+        if any(db.execute(f"SELECT 1 FROM embedded WHERE fingerprint=? AND hash IN ({','.join('?' * len(p))}) LIMIT 1", [fingerprint, *p]).fetchone()
+               for p in (hs[k:k+900] for k in range(0, len(hs), 900))): # vectors written again: saved matrices may hold the old ones
+            db.execute("INSERT INTO kv VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1", (f'vector-epoch:{fingerprint}',))
         db.executemany("INSERT OR REPLACE INTO embedded(hash, fingerprint, chunks) VALUES(?,?,?)", [(h, fingerprint, n) for h, n in counts.items()])
         db.execute("INSERT INTO kv VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1", (f'vectors:{fingerprint}',))
 
@@ -173,6 +177,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
 
 # %% ../../nbs/engine/10_vectors.ipynb #d5138907
 EXACT_MAX = 50_000
+DELTA_MAX = 10_000 # chunks new to a collection's saved matrix read beside it; more, and the matrix is read again whole
 
 def similarities(M:np.ndarray, qv) -> np.ndarray:
     "Each row of `M` times the query vector, by einsum, not BLAS: BLAS's threads spin on a busy machine (3x the CPU)."
@@ -210,15 +215,16 @@ def _build_exact(ids, M, metas) -> ExactIndex:
     return ExactIndex(np.array([hs[i] for i in ptr]), ptr, np.array([metas[i]['seq'] for i in order]),
                       np.array([(metas[i]['start'], metas[i]['end']) for i in order]).reshape(-1, 2), M[order] if len(order) else M)
 
-def _load_exact(f:Path, gen:int) -> ExactIndex|None:
+def _load_exact(f:Path, gen:int|None, epoch:int=0) -> ExactIndex|None:
     got = load_matrix(f, gen)
-    return None if got is None else ExactIndex(got[1]['hashes'], got[1]['ptr'], got[1]['seq'], got[1]['lines'], np.asarray(got[0]))
+    if got is None or int(got[1].get('epoch', 0)) != epoch: return None
+    return ExactIndex(got[1]['hashes'], got[1]['ptr'], got[1]['seq'], got[1]['lines'], np.asarray(got[0]))
 
-def _saved_exact(f:Path, gen:int, fetch) -> ExactIndex:
+def _saved_exact(f:Path, gen:int, fetch, epoch:int=0) -> ExactIndex:
     "An exact index from `fetch()` (ids, vectors, metadatas), saved in `f` and served from there (memory-mapped: the page cache holds it)."
     ex = _build_exact(*fetch())
-    save_matrix(f, gen, ex.M, hashes=ex.hashes, ptr=ex.ptr, seq=ex.seq, lines=ex.lines) # a cache: a read-only or full disk only costs a rebuild
-    return _load_exact(f, gen) or ex
+    save_matrix(f, gen, ex.M, hashes=ex.hashes, ptr=ex.ptr, seq=ex.seq, lines=ex.lines, epoch=epoch) # a cache: a read-only or full disk only costs a rebuild
+    return _load_exact(f, gen, epoch) or ex
 
 def exact_index(store:Store, vs:VectorStore) -> ExactIndex:
     "The exact index of a vector store, from memory, its saved copy, or Chroma (in that order)."
@@ -233,18 +239,19 @@ def exact_index(store:Store, vs:VectorStore) -> ExactIndex:
 
 def subset_index(store:Store, vs:VectorStore, names:list[str], # the collections
                  allowed:dict # hash -> chunk count of their embedded contents
-                ) -> ExactIndex:
-    "The exact index of some collections' chunks, from its saved copy (when it holds every allowed content), or Chroma."
+                ) -> tuple[ExactIndex, ExactIndex|None]:
+    """The exact index of some collections' chunks, from memory, its saved copy (of any vector generation: a content's vectors
+    never change within an epoch) or Chroma; and the exact index of the allowed contents it lacks (embedded since), when few."""
     key = hashlib.sha1('\n'.join([chroma_url(store) or '', *sorted(names)]).encode()).hexdigest()[:12]
-    f, gen = store.paths.vectors_dir/f'exact-{space_name(vs.fingerprint)}-{key}.npz', vector_generation(store, vs.fingerprint)
-    last, held = store.root.cache.get(('vsubset', vs.fingerprint), (None, None, None)), lambda ex: np.isin(list(allowed), ex.hashes).all()
-    if last[:2] == (f, gen) and held(last[2]): return last[2] # the last one read (its copy may not have been saved)
-    ex = _load_exact(f, gen)
-    if ex is None or not held(ex): # contents since left out are masked by the caller; new ones need a new matrix
-        ex = _saved_exact(f, gen, lambda: vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]))
+    f, gen, ep = store.paths.vectors_dir/f'exact-{space_name(vs.fingerprint)}-{key}.npz', vector_generation(store, vs.fingerprint), vector_epoch(store, vs.fingerprint)
+    last = store.root.cache.get(('vsubset', vs.fingerprint), (None, None, None))
+    ex = last[2] if last[:2] == (f, ep) else _load_exact(f, None, ep) # contents since left out are masked by the caller
+    lack = [] if ex is None else sorted(set(allowed).difference(ex.hashes.tolist()))
+    if ex is None or sum(allowed[h] for h in lack) > DELTA_MAX:
+        ex, lack = _saved_exact(f, gen, lambda: vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]), ep), []
         prune_matrices([p for p in f.parent.glob(f'exact-{space_name(vs.fingerprint)}-*.npz') if '.' not in p.stem], gen) # a few, of this generation
-    store.root.cache[('vsubset', vs.fingerprint)] = (f, gen, ex)
-    return ex
+    store.root.cache[('vsubset', vs.fingerprint)] = (f, ep, ex)
+    return ex, (_build_exact(*vs.vectors([f'{h}:{i}' for h in lack for i in range(allowed[h])])) if lack else None)
 
 
 # %% ../../nbs/engine/10_vectors.ipynb #4fe240e6
@@ -273,13 +280,13 @@ def _filtered_chunks(store, vs, names) -> int:
     "How many stored chunks belong to the named collections."
     return sum(_allowed_cached(store, vs, names).values())
 
-def _subset(store, vs, names) -> tuple[ExactIndex, np.ndarray|None]:
-    "Exact index of the named collections' chunks, and the mask of their contents in it (None: all), once per catalog or vector change."
+def _subset(store, vs, names) -> tuple[ExactIndex, np.ndarray|None, ExactIndex|None]:
+    "Exact index of the named collections' chunks, the mask of their contents in it (None: all), and the contents it lacks, once per catalog or vector change."
     def build():
         allowed = _allowed_cached(store, vs, names)
-        ex = subset_index(store, vs, names, allowed)
+        ex, extra = subset_index(store, vs, names, allowed)
         mask = np.isin(ex.hashes, list(allowed))
-        return ex, (None if mask.all() else mask)
+        return ex, (None if mask.all() else mask), extra
     return _cached(store, vs, 'vsubset', names, build, keep=2) # one per fingerprint in memory: built from Chroma, it is big
 
 def _names_mask(store, vs, ex, names):
@@ -332,9 +339,11 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
     k = n * per_doc + 10
     if not names and hashes is None: return _with_recent(store, vs, qv, vs.query(qv, k), k)
     if names and _filtered_chunks(store, vs, names) < total * SMALL_SHARE: # a small share: exact search over the collections' saved matrix
-        ex, mask = _subset(store, vs, names)
+        ex, mask, extra = _subset(store, vs, names)
         if hashes is not None: mask = np.isin(ex.hashes, list(hashes)) & (True if mask is None else mask)
-        return ex.best(qv, n + 10, mask) # one best chunk per content, as on the exact path above
+        got = ex.best(qv, n + 10, mask) # one best chunk per content, as on the exact path above
+        if extra is None: return got
+        return sorted(got + extra.best(qv, n + 10, None if hashes is None else np.isin(extra.hashes, list(hashes))), key=lambda c: -c[2])[:n + 10]
     allowed = _allowed_cached(store, vs, names)
     allowed = allowed if hashes is None else {h: c for h, c in allowed.items() if h in hashes}
     return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, k, allowed, total), k, allowed)
