@@ -64,7 +64,10 @@ def _alive(pid:int) -> bool:
 
 def _started(q:Qmd, root:Path, *args) -> tuple[subprocess.Popen, list[int]]:
     "A `collection add` with its two read workers running (its children other than multiprocessing's resource tracker)."
+    # Ctrl-C as a terminal's foreground job gets it: a test run started in the background (`cmd &` without job control)
+    # passes SIGINT on ignored, and an ignored SIGINT stays ignored in Python, so the index would finish (exit 0)
     p = subprocess.Popen([QMD_BIN, 'collection', 'add', str(root), '--name', 'p', '--workers', '2', *args], env=q.env, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
     end = time.time() + 120
     while time.time() < end and p.poll() is None:
