@@ -182,12 +182,12 @@ def load_matrix(f:Path, gen:int|None # the vector generation it must have been r
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile): return None
 
 def prune_matrices(saved:list[Path], # `.npz` files of `save_matrix`
-                   gen:int, # the current vector generation
+                   epoch:int, # the current vector epoch (`vector_epoch`): matrices of another are never served again
                    keep:int=4):
-    "Remove the saved matrices of other generations (never served again), and all but the `keep` newest of this one."
-    def gen_of(f):
+    "Remove the saved matrices of other epochs, and all but the `keep` newest of this one."
+    def epoch_of(f):
         try:
-            with np.load(f, allow_pickle=False) as z: return int(z['gen'])
+            with np.load(f, allow_pickle=False) as z: return int(z['epoch']) if 'epoch' in z.files else 0
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile): return None
-    mine = sorted((f for f in saved if gen_of(f) == gen), key=lambda f: f.stat().st_mtime, reverse=True)
+    mine = sorted((f for f in saved if epoch_of(f) == epoch), key=lambda f: f.stat().st_mtime, reverse=True)
     for f in [f for f in saved if f not in mine[:keep]]: _unlink(f, *f.parent.glob(f'{f.stem}.*.npy'))

@@ -41,15 +41,16 @@ def pending_hashes(store:Store, fingerprint:str, collections:list[str]|None=None
     return [r[0] for r in store.q(f"""SELECT DISTINCT d.hash FROM documents d WHERE NOT EXISTS
         (SELECT 1 FROM embedded e WHERE e.hash = d.hash AND e.fingerprint = ?) {where} ORDER BY d.hash""", [fingerprint, *args])]
 
+def _count_up(db, key:str): db.execute("INSERT INTO kv VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1", (key,))
+
 def record_embedded(store:Store, fingerprint:str, counts:dict):
     "Note that these contents (hash -> chunk count) now have vectors."
     hs = list(counts)
     with store.tx() as db:
         if any(db.execute(f"SELECT 1 FROM embedded WHERE fingerprint=? AND hash IN ({','.join('?' * len(p))}) LIMIT 1", [fingerprint, *p]).fetchone()
-               for p in (hs[k:k+900] for k in range(0, len(hs), 900))): # vectors written again: saved matrices may hold the old ones
-            db.execute("INSERT INTO kv VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1", (f'vector-epoch:{fingerprint}',))
+               for p in (hs[k:k+900] for k in range(0, len(hs), 900))): _count_up(db, f'vector-epoch:{fingerprint}') # vectors written again: saved matrices may hold the old ones
         db.executemany("INSERT OR REPLACE INTO embedded(hash, fingerprint, chunks) VALUES(?,?,?)", [(h, fingerprint, n) for h, n in counts.items()])
-        db.execute("INSERT INTO kv VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1", (f'vectors:{fingerprint}',))
+        _count_up(db, f'vectors:{fingerprint}')
 
 def orphan_vectors(store:Store, fingerprint:str) -> dict:
     "hash -> chunk count of embedded contents no document uses any more."
@@ -154,7 +155,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env)
         if force:
-            with store.tx() as db: db.execute("DELETE FROM embedded WHERE fingerprint=?", (fp,))
+            with store.tx() as db: db.execute("DELETE FROM embedded WHERE fingerprint=?", (fp,)); _count_up(db, f'vector-epoch:{fp}') # saved matrices are void
             vs.col.delete(where={'seq': {'$gte': 0}})
         orphans = orphan_vectors(store, fp)
         vs.delete([f'{h}:{i}' for h, n in orphans.items() for i in range(n)])
@@ -249,7 +250,7 @@ def subset_index(store:Store, vs:VectorStore, names:list[str], # the collections
     lack = [] if ex is None else sorted(set(allowed).difference(ex.hashes.tolist()))
     if ex is None or sum(allowed[h] for h in lack) > DELTA_MAX:
         ex, lack = _saved_exact(f, gen, lambda: vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]), ep), []
-        prune_matrices([p for p in f.parent.glob(f'exact-{space_name(vs.fingerprint)}-*.npz') if '.' not in p.stem], gen) # a few, of this generation
+        prune_matrices([p for p in f.parent.glob(f'exact-{space_name(vs.fingerprint)}-*.npz') if '.' not in p.stem], ep) # a few, of this epoch
     store.root.cache[('vsubset', vs.fingerprint)] = (f, ep, ex)
     return ex, (_build_exact(*vs.vectors([f'{h}:{i}' for h in lack for i in range(allowed[h])])) if lack else None)
 
@@ -303,19 +304,23 @@ def _hnsw_filtered(store, vs, qv, k, allowed:dict, total:int) -> list[tuple]:
 RECENT = 256 # contents embedded last, searched exactly beside HNSW: a new vector far from the rest may be out of the graph's reach
 
 def recent_index(store:Store, vs:VectorStore) -> ExactIndex:
-    "Exact index of the `RECENT` contents embedded last (the catalog's newest `embedded` rows), read once per vector or catalog change."
-    def build():
-        rows = store.q("SELECT hash, chunks FROM embedded WHERE fingerprint=? ORDER BY rowid DESC LIMIT ?", (vs.fingerprint, RECENT))
-        return _build_exact(*vs.vectors([f'{h}:{i}' for h, n in rows for i in range(n)]))
-    return _cached(store, vs, 'vrecent', None, build, keep=2)
+    "Exact index of the `RECENT` contents embedded last (the catalog's newest `embedded` rows), read once per vector change, for every view of the store."
+    root, gen, key = store.root, vector_generation(store, vs.fingerprint), ('vrecent', vs.fingerprint)
+    if root.cache.get(key, (None,))[0] != gen:
+        rows = root.q("SELECT hash, chunks FROM embedded WHERE fingerprint=? ORDER BY rowid DESC LIMIT ?", (vs.fingerprint, RECENT))
+        root.cache[key] = (gen, _build_exact(*vs.vectors([f'{h}:{i}' for h, n in rows for i in range(n)])))
+    return root.cache[key][1]
+
+def _merged(got:list, more:list, k:int) -> list[tuple]:
+    "Two lists of nearest chunks as one, best first, each chunk once, at most `k`."
+    seen = {(c[0], c[1]) for c in got}
+    more = [c for c in more if (c[0], c[1]) not in seen]
+    return sorted(got + more, key=lambda c: -c[2])[:k] if more else got
 
 def _with_recent(store, vs, qv, got:list, k:int, allowed:dict|None=None) -> list[tuple]:
     "HNSW's nearest chunks `got`, merged with the nearest of the recent contents (of those in `allowed`, when given), best first."
     rec = recent_index(store, vs)
-    mask = None if allowed is None else np.array([h in allowed for h in rec.hashes], dtype=bool)
-    seen = {(c[0], c[1]) for c in got}
-    extra = [c for c in rec.best(qv, k, mask) if (c[0], c[1]) not in seen]
-    return sorted(got + extra, key=lambda c: -c[2])[:k] if extra else got
+    return _merged(got, rec.best(qv, k, None if allowed is None else np.array([h in allowed for h in rec.hashes], dtype=bool)), k)
 
 def _exact_top(ids, M, metas, qv, k) -> list[tuple]:
     sims = similarities(M, qv)
@@ -342,8 +347,7 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
         ex, mask, extra = _subset(store, vs, names)
         if hashes is not None: mask = np.isin(ex.hashes, list(hashes)) & (True if mask is None else mask)
         got = ex.best(qv, n + 10, mask) # one best chunk per content, as on the exact path above
-        if extra is None: return got
-        return sorted(got + extra.best(qv, n + 10, None if hashes is None else np.isin(extra.hashes, list(hashes))), key=lambda c: -c[2])[:n + 10]
+        return got if extra is None else _merged(got, extra.best(qv, n + 10, None if hashes is None else np.isin(extra.hashes, list(hashes))), n + 10)
     allowed = _allowed_cached(store, vs, names)
     allowed = allowed if hashes is None else {h: c for h, c in allowed.items() if h in hashes}
     return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, k, allowed, total), k, allowed)
