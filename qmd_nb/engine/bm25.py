@@ -37,6 +37,7 @@ class BM25Params:
     authority_named: bool = True # ... and that name their page: the same words as its file name (`tar.md` 'tar'), not a paper's short topic title ('Obesity')
     main_copy_first: bool = True # a question: of same-named pages in different folders, the copy in the biggest folder leads
     duplicate_threshold: float = 0.8 # estimated shingle overlap (Jaccard) from which results collapse into one
+    fold_versions: bool = True # same-named pages (file name and title) in different folders of a collection are versions: they collapse too, whatever their overlap
 
     @classmethod
     def from_settings(cls, settings:dict) -> BM25Params:

@@ -316,7 +316,7 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     lex = hits.get('lex:user', [])
     out = quoted_first(out, lex, n_terms, p.quote_bonus, p.quote_min_words)
     out = main_copies_first(store, cited_rerank(store, out, p.bm25, lex, n_terms, p.cited_weight, p.cited_quoted), p.bm25, lex, n_terms)
-    if collapse: out = alias_fold(store, collapse_hits(store, out, p.bm25.duplicate_threshold), p.alias_depth)
+    if collapse: out = alias_fold(store, collapse_hits(store, out, p.bm25), p.alias_depth)
     out = sort_hits(store, out, flt.sort)[:limit] if flt else out[:limit]
     if key is None: return out
     if len(cache) > 256: cache.pop(next(iter(cache)))

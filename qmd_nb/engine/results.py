@@ -22,8 +22,8 @@ from .catalog import doc_bodies, docs_by_ids
 
 # %% auto #0
 __all__ = ['RESULT_FIELDS', 'MAX_LIMIT', 'MAX_QUERY', 'Hit', 'SearchResult', 'result_model', 'check_search_args',
-           'collection_names', 'collapse_hits', 'term_patterns', 'best_line', 'line_patterns', 'make_snippet',
-           'context_of', 'docids', 'to_results']
+           'collection_names', 'family_key', 'family_keys', 'collapse_hits', 'term_patterns', 'best_line',
+           'line_patterns', 'make_snippet', 'context_of', 'docids', 'to_results']
 
 # %% ../../nbs/engine/05d_results.ipynb #d77b9a76
 @dataclass
@@ -115,19 +115,29 @@ def collection_names(store:Store, collection) -> list[str]|None:
     return names or None
 
 # %% ../../nbs/engine/05d_results.ipynb #bf72783a
+def family_key(collection:str, path:str, title:str|None) -> tuple:
+    "A document's family, (collection, file name, title) lower-cased: same-named pages in different folders share one."
+    return collection, path.rpartition('/')[2].lower(), (title or '').lower()
+
+def family_keys(store:Store, ids:list[int]) -> list[tuple|None]:
+    "Each document's `family_key` (None: no such id)."
+    rows = {i: (c, p, t) for i, c, p, t in store.q(f"SELECT id, collection, path, title FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)} if ids else {}
+    return [family_key(*rows[i]) if i in rows else None for i in ids]
+
 def collapse_hits(store:Store, hits:list[Hit], # ranked hits, best first
-                  threshold:float|None=None # duplicate threshold (default: the config's `bm25.duplicate_threshold`)
+                  params=None # a `BM25Params`: its duplicate threshold and `fold_versions` (default: the config's `bm25` settings)
                  ) -> list[Hit]:
-    "Near-copies (by the keyword index's signatures) folded into the best-ranked one, which lists them in `duplicates`."
+    "Near-copies (by the keyword index's signatures) and versions (`family_keys`) folded into the best-ranked one, which lists them in `duplicates`."
     if len(hits) < 2: return hits
     import numpy as np # the keyword index brings numpy: on first use, so the result model stays light for the doors
     from qmd_nb.engine.keyword import BM25Params, keyword_index
     from qmd_nb.engine.rank import duplicate_groups
-    t = BM25Params.from_settings(store.config.settings).duplicate_threshold if threshold is None else threshold
+    p = params or BM25Params.from_settings(store.config.settings)
     ki = keyword_index(store)
     g = ki.slots([h.doc_id for h in hits])
     known = np.flatnonzero(g >= 0) # documents the index does not hold yet stand alone
-    lead = {int(known[c[0]]): [hits[known[i]] for i in c[1:]] for c in duplicate_groups(ki.signatures(g[known]), t)}
+    keys = family_keys(store, [hits[i].doc_id for i in known]) if p.fold_versions else None
+    lead = {int(known[c[0]]): [hits[known[i]] for i in c[1:]] for c in duplicate_groups(ki.signatures(g[known]), p.duplicate_threshold, keys)}
     out, folded = [], {id(h) for c in lead.values() for h in c}
     for i, h in enumerate(hits):
         if id(h) in folded: continue

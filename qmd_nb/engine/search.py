@@ -15,7 +15,7 @@ from .bm25 import bm25_norm
 from .keyword import KeywordIndex, BM25Params, keyword_index
 from .rank import QueryTerms, query_terms, occurrences, exactness, nearness, phrase_match, proximity_bonus, overview_targets, duplicate_groups, mentions, main_first, quoted_names, title_quoters
 from .filter import Filter, parse_filter, filter_mask, sort_hits
-from .results import Hit, MAX_LIMIT, SearchResult, check_search_args, collection_names, to_results
+from .results import Hit, MAX_LIMIT, SearchResult, check_search_args, collection_names, to_results, family_key, family_keys
 
 # %% auto #0
 __all__ = ['SAMPLE', 'families', 'quote_matrix', 'title_names', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
@@ -107,7 +107,7 @@ def families(store:Store, doc_ids) -> tuple[list, list]:
         if folder not in sizes: # the documents right in that folder: a range of the (collection, path) index
             sizes[folder] = sum(1 for (q,) in store.q("SELECT path FROM documents WHERE collection=? AND path >= ? AND path < ?",
                                                      (c, folder[1], folder[1] + '\U0010ffff')) if '/' not in q[len(folder[1]):])
-        keys.append(None if c is None else (c, path.rpartition('/')[2].lower(), (title or '').lower())); n.append(sizes[folder])
+        keys.append(None if c is None else family_key(c, path, title)); n.append(sizes[folder])
     return keys, n
 
 def quote_matrix(store:Store, ids:list[int], titles:list[str]) -> np.ndarray:
@@ -175,7 +175,7 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
     fs, why = _rescore(store, ki, g, s[g], q, p)
     o = np.lexsort((ki.doc_ids[g], -fs))
     o = o[fs[o] >= max(min_score, 1e-9)]
-    groups = _groups(ki, g[o], p.duplicate_threshold, 4 * limit) if collapse else [[i] for i in range(len(o))]
+    groups = _groups(store, ki, g[o], p, 4 * limit) if collapse else [[i] for i in range(len(o))]
     hits = [Hit(int(ki.doc_ids[g[o[c[0]]]]), float(fs[o[c[0]]]), float(raw[g[o[c[0]]]]), duplicates=[int(ki.doc_ids[g[o[i]]]) for i in c[1:]],
                 explain=_story(why, o[c[0]]) if k_ < 2 * limit else None) for k_, c in enumerate(groups)] # stories for what may be shown
     checks = pq.phrases + ex_phrases # exact wording, checked on the text of the few hits shown
@@ -200,10 +200,11 @@ def bm25_params(store:Store) -> BM25Params:
     if hit is None or hit[0] is not cfg: hit = store.cache['bm25params'] = (cfg, BM25Params.from_settings(cfg.settings))
     return hit[1]
 
-def _groups(ki:KeywordIndex, g:np.ndarray, threshold:float, enough:int) -> list[list[int]]:
-    "Near-copy groups of ranked slots, among the first `enough` of them (all of them when those hold fewer than a quarter as many groups)."
-    groups = duplicate_groups(ki.signatures(g[:enough]), threshold)
-    return groups if len(g) <= enough or 4 * len(groups) >= enough else duplicate_groups(ki.signatures(g), threshold)
+def _groups(store:Store, ki:KeywordIndex, g:np.ndarray, p:BM25Params, enough:int) -> list[list[int]]:
+    "Near-copy (and version) groups of ranked slots, among the first `enough` of them (all of them when those hold fewer than a quarter as many groups)."
+    grouped = lambda s: duplicate_groups(ki.signatures(s), p.duplicate_threshold, family_keys(store, ki.doc_ids[s].tolist()) if p.fold_versions else None)
+    groups = grouped(g[:enough])
+    return groups if len(g) <= enough or 4 * len(groups) >= enough else grouped(g)
 
 def _story(why:dict, i:int) -> dict:
     "One candidate's part of `_rescore`'s story."

@@ -15,14 +15,14 @@ from ..engine.errors import UsageError
 from ..engine.store import Store
 from ..engine.catalog import docs_by_ids, doc_keys, doc_bodies
 from ..engine.search import families, quote_matrix, title_names
-from ..engine.results import check_search_args
+from ..engine.results import check_search_args, family_keys
 from ..engine.progress import progress_bar
 from ..engine.fusion import RankedList, Lists, fuse_arrays, zscores, minmax
 from ..engine.expand import parse_typed
 from ..engine.rerank import candidates, get_reranker
 from ..engine.vectors import has_vectors
 from ..engine.keyword import BM25Params, keyword_index
-from ..engine.rank import similar_pairs, group_by_pairs, title_holders, main_first, declared_alias, fold_aliases, ALIAS_HEAD
+from ..engine.rank import similar_pairs, family_pairs, group_by_pairs, title_holders, main_first, declared_alias, fold_aliases, ALIAS_HEAD
 from ..engine.text import Analyzer
 from ..engine.hybrid import QueryParams, exact_ids, gather, fuse, fusion_params, list_weight, wants_expansion, rerank_order, evidenced
 from .eval import EvalReport, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
@@ -68,8 +68,8 @@ LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta',
 RERANK_FIELDS = ('rerank', 'rerank_window', 'rerank_title') # a new value re-runs the reranker
 
 def key_of(p:QueryParams, names) -> tuple:
-    "The values of these parameters (keyword ranking's without the duplicate threshold, which applies after retrieval)."
-    return tuple(replace(p.bm25, duplicate_threshold=0.0) if n == 'bm25' else getattr(p, n) for n in names)
+    "The values of these parameters (keyword ranking's without the duplicate threshold and version folding, which apply after retrieval)."
+    return tuple(replace(p.bm25, duplicate_threshold=0.0, fold_versions=False) if n == 'bm25' else getattr(p, n) for n in names)
 
 @dataclass
 class QueryLists:
@@ -265,12 +265,13 @@ def lab_rankings(c:LabCache, p:QueryParams, exact:bool=False, # through `hybrid.
 
 def near_copies(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[dict]:
     "Per query, doc id -> the near-copies of it among the query's pool (computed once per list setting and threshold)."
-    k = (key_of(p, LIST_FIELDS), p.bm25.duplicate_threshold)
+    k = (key_of(p, LIST_FIELDS), p.bm25.duplicate_threshold, p.bm25.fold_versions)
     if k in c.near: return c.near[k]
     ki, out = keyword_index(c.store), []
     for q in ql:
         pool = np.array(q.pool, np.int64); g = ki.slots(pool); known = np.flatnonzero(g >= 0)
         a, b = similar_pairs(ki.signatures(g[known]), p.bm25.duplicate_threshold)
+        if p.bm25.fold_versions: fa, fb = family_pairs(family_keys(c.store, pool[known].tolist())); a, b = np.concatenate([a, fa]), np.concatenate([b, fb])
         near = {}
         for x, y in zip(pool[known[a]].tolist(), pool[known[b]].tolist()): near.setdefault(x, set()).add(y); near.setdefault(y, set()).add(x)
         out.append(near)
