@@ -12,7 +12,7 @@ Indexes live in --home (reused when given: the first run indexes winserver-ps an
 brought up to date first, so that an index an older version wrote is rebuilt in this format).
 --ablate also prints, for each mode run, the four sets with each of issue 16's ranking rules turned off in turn
 (`ABLATIONS`: overview pages yielding, pages the others point to and which titles count as names, exactness,
-proximity, field weights, the lead sentence, k1 as before the retune, near-copies, alias pages, quotations, the
+proximity, field weights, the lead sentence, k1 as before the retune, near-copies, versions, alias pages, quotations, the
 vector floor): what each rule is worth, measured (with --query: also in `query`, a few minutes per row).
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
@@ -66,7 +66,8 @@ ABLATIONS = (('overview pages do not yield', dict(overview_yield=False)), ('no b
              ('any short title counts as a name', dict(authority_named=False)), ('no exactness or proximity', dict(phrase_weight=0, near_weight=0)),
              ('no exactness bonus', dict(phrase_weight=0)), ('no proximity bonus', dict(near_weight=0)),
              ('all fields weigh 1', dict(title_weight=1, meta_weight=1, heading_weight=1, lead_weight=1)), ('lead weighs 1', dict(lead_weight=1)),
-             ('k1 0.9 (before issue 16)', dict(k1=0.9)), ('near-copies not collapsed', dict(duplicate_threshold=1.01)),
+             ('k1 0.9 (before issue 16)', dict(k1=0.9)), ('near-copies not collapsed', dict(duplicate_threshold=1.01, fold_versions=False)),
+             ('versions not folded', dict(fold_versions=False)),
              ('main copies not first', dict(main_copy_first=False)), ('alias pages not folded', dict(alias_depth=0)),
              ('no quotation bonus (query)', dict(quote_bonus=0)), ('no cited bonus (query)', dict(cited_weight=0)), ('no vector floor (query)', dict(vec_floor=0)))
 

@@ -121,7 +121,10 @@ def family_key(collection:str, path:str, title:str|None) -> tuple:
 
 def family_keys(store:Store, ids:list[int]) -> list[tuple|None]:
     "Each document's `family_key` (None: no such id)."
-    rows = {i: (c, p, t) for i, c, p, t in store.q(f"SELECT id, collection, path, title FROM documents WHERE id IN ({','.join('?' * len(ids))})", ids)} if ids else {}
+    rows = {}
+    for k in range(0, len(ids), 900): # SQLite caps the parameters of one statement
+        part = ids[k:k + 900]
+        rows.update({i: (c, p, t) for i, c, p, t in store.q(f"SELECT id, collection, path, title FROM documents WHERE id IN ({','.join('?' * len(part))})", part)})
     return [family_key(*rows[i]) if i in rows else None for i in ids]
 
 def collapse_hits(store:Store, hits:list[Hit], # ranked hits, best first
