@@ -15,8 +15,8 @@ from .segment import EMPTY
 # %% auto #0
 __all__ = ['MAX_TERMS', 'BANDS', 'RUN_PAIRS', 'QUOTED', 'ALIAS', 'ALIAS_HEAD', 'QueryTerms', 'query_terms', 'Occurrences',
            'occurrences', 'exactness', 'nearness', 'phrase_match', 'proximity_bonus', 'overview_targets', 'jaccard',
-           'similar_pairs', 'group_by_pairs', 'family_pairs', 'duplicate_groups', 'title_holders', 'mentions',
-           'quoted_names', 'title_quoters', 'main_first', 'declared_alias', 'fold_aliases']
+           'similar_pairs', 'group_by_pairs', 'family_pairs', 'copy_pairs', 'duplicate_groups', 'title_holders',
+           'mentions', 'quoted_names', 'title_quoters', 'main_first', 'declared_alias', 'fold_aliases']
 
 # %% ../../nbs/engine/04a_rank.ipynb #93f8a3d8
 MAX_TERMS = 64 # query words that take part in position matching
@@ -232,13 +232,21 @@ def family_pairs(keys:list # each candidate's family (`results.family_keys`: sam
     ab = [(x, y) for m in fam.values() for j, x in enumerate(m) for y in m[j + 1:]]
     return np.array([x for x, _ in ab], np.int64), np.array([y for _, y in ab], np.int64)
 
+def copy_pairs(sigs:np.ndarray, threshold:float, # as for `similar_pairs`
+               keys:list|None=None # each candidate's family: its members are copies too, whatever their overlap (None: signatures only)
+              ) -> tuple[np.ndarray, np.ndarray]:
+    "Pairs (a, b) of copies: near-copies by their signatures, and versions by their family."
+    a, b = similar_pairs(sigs, threshold)
+    if keys is None: return a, b
+    fa, fb = family_pairs(keys)
+    return np.concatenate([a, fa]), np.concatenate([b, fb])
+
 def duplicate_groups(sigs:np.ndarray, # signatures of ranked candidates, best first
                      threshold:float, # estimated overlap from which a candidate is a copy of one ranked above it
-                     keys:list|None=None # each candidate's family: its members are copies too, whatever their overlap (None: signatures only)
+                     keys:list|None=None # each candidate's family (`copy_pairs`)
                     ) -> list[list[int]]:
     "Groups of candidate indices in rank order: a group's first member is shown, the others are its near-copies (or versions)."
-    a, b = similar_pairs(sigs, threshold)
-    if keys is not None: fa, fb = family_pairs(keys); a, b = np.concatenate([a, fa]), np.concatenate([b, fb])
+    a, b = copy_pairs(sigs, threshold, keys)
     near = {}
     for x, y in zip(a.tolist(), b.tolist()): near.setdefault(y, []).append(x); near.setdefault(x, []).append(y)
     near = {k: sorted(v) for k, v in near.items()}

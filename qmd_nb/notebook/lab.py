@@ -22,7 +22,7 @@ from ..engine.expand import parse_typed
 from ..engine.rerank import candidates, get_reranker
 from ..engine.vectors import has_vectors
 from ..engine.keyword import BM25Params, keyword_index
-from ..engine.rank import similar_pairs, family_pairs, group_by_pairs, title_holders, main_first, declared_alias, fold_aliases, ALIAS_HEAD
+from ..engine.rank import copy_pairs, group_by_pairs, title_holders, main_first, declared_alias, fold_aliases, ALIAS_HEAD
 from ..engine.text import Analyzer
 from ..engine.hybrid import QueryParams, exact_ids, gather, fuse, fusion_params, list_weight, wants_expansion, rerank_order, evidenced
 from .eval import EvalReport, query_metrics, read_known_items, load_beir, corpus_store, prepare_vectors
@@ -270,8 +270,7 @@ def near_copies(c:LabCache, p:QueryParams, ql:list[QueryLists]) -> list[dict]:
     ki, out = keyword_index(c.store), []
     for q in ql:
         pool = np.array(q.pool, np.int64); g = ki.slots(pool); known = np.flatnonzero(g >= 0)
-        a, b = similar_pairs(ki.signatures(g[known]), p.bm25.duplicate_threshold)
-        if p.bm25.fold_versions: fa, fb = family_pairs(family_keys(c.store, pool[known].tolist())); a, b = np.concatenate([a, fa]), np.concatenate([b, fb])
+        a, b = copy_pairs(ki.signatures(g[known]), p.bm25.duplicate_threshold, family_keys(c.store, pool[known].tolist()) if p.bm25.fold_versions else None)
         near = {}
         for x, y in zip(pool[known[a]].tolist(), pool[known[b]].tolist()): near.setdefault(x, set()).add(y); near.setdefault(y, set()).add(x)
         out.append(near)
