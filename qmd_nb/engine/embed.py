@@ -15,7 +15,7 @@ import numpy as np
 from .chunk import model_dir, chunk_lines
 from .config import base_dirs
 from .errors import UsageError
-from .model import model_id, st_config, st_dim, export_openvino, QUANTIZATION, calibration_texts, quantize_openvino
+from .model import model_id, st_config, st_dim, export_openvino, QUANTIZATION, calibration_texts, quantize_openvino, PACKAGED_MODELS, packaged_model
 
 # %% auto #0
 __all__ = ['TEXT_FORMAT', 'PRECISIONS', 'length_batches', 'normalise', 'chunk_params', 'Embedder', 'HashEmbedder', 'cpu_has_bf16',
@@ -311,7 +311,8 @@ def get_embedder(settings:dict|None=None, # index settings: `embed_model`, `embe
     backend = (env.get('QMD_NB_EMBED_BACKEND') or s.get('embed_backend') or 'auto').strip().lower()
     chunking, prec = tuple(sorted(chunk_params(s).items())), (env.get('QMD_NB_EMBED_PRECISION') or s.get('embed_precision') or '').strip().lower() or None
     if m := re.fullmatch(r'hash(?::(\d+))?', spec): return _embedder('hash', m.group(1) or '64', '', None, chunking)
-    folder = Path(spec).expanduser().resolve() if spec else Path(model_dir())
+    cache = cache_dir or env.get('QMD_NB_MODEL_CACHE') or base_dirs(env)[0]/'models' # converted models can be shared across indexes
+    folder = packaged_model(spec, cache) if spec in PACKAGED_MODELS else Path(spec).expanduser().resolve() if spec else Path(model_dir())
     if not (folder/'modules.json').exists() and not (folder/'config.json').exists():
         raise UsageError(f"Embedding model {spec!r} is not a local sentence-transformers folder (nothing is downloaded): "
                          "set QMD_NB_EMBED_MODEL or the `embed_model` setting to a folder, or leave it empty for the default")
@@ -319,5 +320,4 @@ def get_embedder(settings:dict|None=None, # index settings: `embed_model`, `embe
         ov_ok = importlib.util.find_spec('openvino') and (folder/'tokenizer.json').exists()
         backend = 'openvino' if ov_ok else 'torch'
     if backend not in ('openvino', 'torch'): raise UsageError(f"Unknown embedding backend {backend!r}: use openvino, torch or auto")
-    cache = cache_dir or env.get('QMD_NB_MODEL_CACHE') or base_dirs(env)[0]/'models' # converted models can be shared across indexes
     return _embedder(backend, str(folder), str(cache), prec, chunking)

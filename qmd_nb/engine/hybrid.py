@@ -22,7 +22,7 @@ from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, minma
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
 from .filter import Filter, parse_filter, sort_hits
 from .config import setting
-from .rerank import candidates, RERANKERS, get_reranker, warm_windows
+from .rerank import candidates, RERANKERS, get_reranker, warm_windows, window_embedder
 
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'QueryHit', 'list_weight', 'run_list', 'window_list', 'strong_probe', 'wants_expansion',
@@ -56,6 +56,7 @@ class QueryParams:
     rerank_top: int = 40 # fused candidates re-scored
     rerank_window: int = 1 # sentences per window for the 'embed' reranker
     rerank_title: bool = False # prefix windows with the title
+    rerank_embedder: str = '' # the 'embed' reranker's model: '' (the index's), a sentence-transformers folder or a packaged one ('all-mpnet-base-v2')
     blend_top3: float = 0.70 # weight of the fused score at ranks 1-3 (the reranker gets the rest)
     blend_top10: float = 0.60 # ... at ranks 4-10
     blend_rest: float = 0.50 # ... after rank 10
@@ -123,7 +124,7 @@ def run_list(store:Store, embedder, s:SubQuery, p:QueryParams, names, flt:Filter
 def window_list(store:Store, embedder, query:str, lists:list[RankedList], p:QueryParams, qv:np.ndarray) -> RankedList:
     "The candidates of the question's lists ranked by their best sentence window (the `embed` reranker's score), as a list of its own."
     rows = docs_by_ids(store, list(dict.fromkeys(d for l in lists for d in l.ids)))
-    s = np.asarray(get_reranker(store, embedder, 'embed', p.rerank_window, p.rerank_title).score(query, candidates(store, rows), qv))
+    s = np.asarray(get_reranker(store, embedder, 'embed', p.rerank_window, p.rerank_title, model=p.rerank_embedder).score(query, candidates(store, rows), qv))
     o = np.argsort(-s, kind='stable')[:p.window_depth]
     return RankedList('vec:win', [rows[i].id for i in o], [float(s[i]) for i in o], list_weight('vec', 'win', p))
 
@@ -198,7 +199,7 @@ def rescore(store:Store, embedder, query:str, fused:list[Fused], p:QueryParams, 
     head = fused[:k]
     rows = {d.id: d for d in docs_by_ids(store, [f.doc_id for f in head])}
     head = [f for f in head if f.doc_id in rows]
-    rs = get_reranker(store, embedder, p.rerank, p.rerank_window, p.rerank_title).score(query, candidates(store, [rows[f.doc_id] for f in head]), qv)
+    rs = get_reranker(store, embedder, p.rerank, p.rerank_window, p.rerank_title, model=p.rerank_embedder).score(query, candidates(store, [rows[f.doc_id] for f in head]), qv)
     order, b = rerank_order([f.score for f in head], rs, p)
     ids = [head[i].doc_id for i in order] + [f.doc_id for f in fused[k:]]
     scores = [float(b[i]) for i in order] + _scaled_tail(fused[k:], float(b.min()))
@@ -349,4 +350,4 @@ def warm_reranker(store:Store, embedder, stop=None # a threading.Event that stop
     "Prepare the reranker's data for every document (none needed for other rerankers); how many documents were done."
     p = QueryParams.from_settings(store.config.settings)
     if (p.rerank != 'embed' and p.window_weight <= 0) or not has_vectors(store, embedder.fingerprint): return 0 # the window list reads the same windows
-    return warm_windows(store, embedder, p.rerank_window, p.rerank_title, stop=stop)
+    return warm_windows(store, window_embedder(store, embedder, p.rerank_embedder), p.rerank_window, p.rerank_title, stop=stop)

