@@ -68,7 +68,7 @@ def wait_warm(home:str, timeout:float=1800) -> float:
     from qmd_nb.engine.hybrid import QueryParams
     from qmd_nb.engine.rerank import window_fp
     st = Store(env={'QMD_NB_HOME': home}); p = QueryParams.from_settings(st.config.settings)
-    fp = window_fp(get_embedder(st.config.settings, {**os.environ, 'QMD_NB_HOME': home}), p.rerank_window, p.rerank_title) # this model's windows only
+    fp = window_fp(get_embedder(st.config.settings, {**os.environ, 'QMD_NB_HOME': home}), p.rerank_window, p.title_words) # this model's windows only
     db = sqlite3.connect(st.paths.db); t = time.time()
     while time.time() - t < timeout:
         docs = db.execute("SELECT COUNT(DISTINCT hash) FROM documents").fetchone()[0]

@@ -26,8 +26,8 @@ from .rerank import candidates, RERANKERS, get_reranker, warm_windows, window_em
 
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'QueryHit', 'list_weight', 'run_list', 'window_list', 'strong_probe', 'wants_expansion',
-           'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'rerank_order', 'rescore', 'evidenced', 'explain_hit',
-           'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'alias_fold', 'hybrid_hits',
+           'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'blend_bands', 'rerank_order', 'rescore', 'evidenced',
+           'explain_hit', 'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'alias_fold', 'hybrid_hits',
            'hybrid_query', 'warm_reranker']
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #75093a6d
@@ -55,11 +55,16 @@ class QueryParams:
     rerank: str = 'embed' # a name of `rerank.RERANKERS`: 'embed' (best sentence window), 'cross-encoder', 'http'; or 'none'
     rerank_top: int = 40 # fused candidates re-scored
     rerank_window: int = 1 # sentences per window for the 'embed' reranker
-    rerank_title: bool = False # prefix windows with the title
+    rerank_title: bool = False # prefix windows with the title, if it is a name...
+    rerank_title_words: int = 4 # ... of at most this many words (a sentence-long title is a window of its own)
     rerank_embedder: str = '' # the 'embed' reranker's model: '' (the index's), a sentence-transformers folder or a packaged one ('all-mpnet-base-v2')
     blend_top3: float = 0.70 # weight of the fused score at ranks 1-3 (the reranker gets the rest)
     blend_top10: float = 0.60 # ... at ranks 4-10
     blend_rest: float = 0.50 # ... after rank 10
+    short_query_terms: int = 0 # a question of at most this many analysed words blends with the short_blend_* weights instead (few words for keywords to weigh); 0: off
+    short_blend_top3: float = 0.40 # ... its fused score's weight at ranks 1-3
+    short_blend_top10: float = 0.20 # ... at ranks 4-10
+    short_blend_rest: float = 0.20 # ... after rank 10
     quote_bonus: float = 0.3 # a quotation: bonus for the hits that hold the whole query at its offsets (keyword exactness), on query's 0..1 scores
     quote_min_words: int = 4 # ... a query of at least this many words (shorter ones are phrases many pages share, not quotations)
     cited_weight: float = 0.2 # a question: bonus log(1 + top hits pointing to a hit) on query's 0..1 scores (keyword search's is bm25.authority_weight)
@@ -90,6 +95,12 @@ class QueryParams:
         if p.expansion not in ('prf', 'chat', 'none'): raise UsageError(f"expansion must be prf, chat or none (got {p.expansion!r})")
         if p.rerank not in (*RERANKERS, 'none'): raise UsageError(f"rerank must be {', '.join(RERANKERS)} or none (got {p.rerank!r})")
         return p
+
+    @property
+    def title_words(self) -> int:
+        "The window title rule as the reranker takes it: titles of at most this many words prefix the windows (0: none)."
+        return self.rerank_title_words if self.rerank_title else 0
+
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #12d978d5
 def get_expander(store:Store, env:dict|None=None) -> ChatExpander:
@@ -124,7 +135,7 @@ def run_list(store:Store, embedder, s:SubQuery, p:QueryParams, names, flt:Filter
 def window_list(store:Store, embedder, query:str, lists:list[RankedList], p:QueryParams, qv:np.ndarray) -> RankedList:
     "The candidates of the question's lists ranked by their best sentence window (the `embed` reranker's score), as a list of its own."
     rows = docs_by_ids(store, list(dict.fromkeys(d for l in lists for d in l.ids)))
-    s = np.asarray(get_reranker(store, embedder, 'embed', p.rerank_window, p.rerank_title, model=p.rerank_embedder).score(query, candidates(store, rows), qv))
+    s = np.asarray(get_reranker(store, embedder, 'embed', p.rerank_window, p.title_words, model=p.rerank_embedder).score(query, candidates(store, rows), qv))
     o = np.argsort(-s, kind='stable')[:p.window_depth]
     return RankedList('vec:win', [rows[i].id for i in o], [float(s[i]) for i in o], list_weight('vec', 'win', p))
 
@@ -186,9 +197,15 @@ def _scaled_tail(fused:list[Fused], below:float) -> list[float]:
     "Fused scores of the unre-scored tail, scaled into [0, below)."
     return (minmax([f.score for f in fused]) * below * 0.999).tolist() if fused else []
 
-def rerank_order(fused_scores, rerank_scores, p:QueryParams) -> tuple[np.ndarray, np.ndarray]:
+def blend_bands(p:QueryParams, n_terms:int=0 # the question's analysed words
+               ) -> tuple[tuple, float]:
+    "The blend's bands and rest weight: the short_blend_* ones for a question of at most `short_query_terms` words."
+    if 0 < n_terms <= p.short_query_terms: return ((3, p.short_blend_top3), (10, p.short_blend_top10)), p.short_blend_rest
+    return ((3, p.blend_top3), (10, p.blend_top10)), p.blend_rest
+
+def rerank_order(fused_scores, rerank_scores, p:QueryParams, n_terms:int=0) -> tuple[np.ndarray, np.ndarray]:
     "Order of the re-scored head (best first) and its blended scores: the position-aware blend of fused and reranker scores."
-    b = blend(fused_scores, rerank_scores, ((3, p.blend_top3), (10, p.blend_top10)), p.blend_rest)
+    b = blend(fused_scores, rerank_scores, *blend_bands(p, n_terms))
     return np.argsort(-b, kind='stable'), b
 
 def rescore(store:Store, embedder, query:str, fused:list[Fused], p:QueryParams, qv) -> tuple[list[int], list[float], dict]:
@@ -199,8 +216,8 @@ def rescore(store:Store, embedder, query:str, fused:list[Fused], p:QueryParams, 
     head = fused[:k]
     rows = {d.id: d for d in docs_by_ids(store, [f.doc_id for f in head])}
     head = [f for f in head if f.doc_id in rows]
-    rs = get_reranker(store, embedder, p.rerank, p.rerank_window, p.rerank_title, model=p.rerank_embedder).score(query, candidates(store, [rows[f.doc_id] for f in head]), qv)
-    order, b = rerank_order([f.score for f in head], rs, p)
+    rs = get_reranker(store, embedder, p.rerank, p.rerank_window, p.title_words, model=p.rerank_embedder).score(query, candidates(store, [rows[f.doc_id] for f in head]), qv)
+    order, b = rerank_order([f.score for f in head], rs, p, len(Analyzer().terms(query)))
     ids = [head[i].doc_id for i in order] + [f.doc_id for f in fused[k:]]
     scores = [float(b[i]) for i in order] + _scaled_tail(fused[k:], float(b.min()))
     return ids, scores, {f.doc_id: r for f, r in zip(head, rs)}
@@ -350,4 +367,4 @@ def warm_reranker(store:Store, embedder, stop=None # a threading.Event that stop
     "Prepare the reranker's data for every document (none needed for other rerankers); how many documents were done."
     p = QueryParams.from_settings(store.config.settings)
     if (p.rerank != 'embed' and p.window_weight <= 0) or not has_vectors(store, embedder.fingerprint): return 0 # the window list reads the same windows
-    return warm_windows(store, window_embedder(store, embedder, p.rerank_embedder), p.rerank_window, p.rerank_title, stop=stop)
+    return warm_windows(store, window_embedder(store, embedder, p.rerank_embedder), p.rerank_window, p.title_words, stop=stop)

@@ -53,25 +53,28 @@ def sentences(text:str) -> list[str]:
         if len(s) > 2: out.append(s)
     return out
 
-def windows(text:str, title:str='', size:int=1, with_title:bool=False) -> list[str]:
-    "Overlapping windows of `size` sentences (one window for short texts), prefixed with the title if asked."
+def windows(text:str, title:str='', size:int=1,
+            title_words:int=0 # prefix the windows with the title if it has at most this many words (a name, not a sentence); 0: never
+           ) -> list[str]:
+    "Overlapping windows of `size` sentences (one window for short texts), prefixed with a title of few words if asked."
     s = sentences(text) or [title or text[:200]]
     ws = [' '.join(s[i:i + size]) for i in range(max(1, len(s) - size + 1))]
-    return [f'{title}. {w}' if with_title and title else w for w in ws]
+    pre = title if title and len(title.split()) <= title_words else ''
+    return [f'{pre}. {w}' if pre else w for w in ws]
 
 # %% ../../nbs/engine/11b_rerank.ipynb #1a9a354f
 WINDOW_SCHEMA = "CREATE TABLE IF NOT EXISTS windows(hash TEXT NOT NULL, fingerprint TEXT NOT NULL, vecs BLOB NOT NULL, dim INTEGER NOT NULL, PRIMARY KEY(hash, fingerprint))"
 
-def window_fp(embedder, size:int=1, with_title:bool=False) -> str:
+def window_fp(embedder, size:int=1, title_words:int=0) -> str:
     "Key of a window layout in the `windows` table."
-    return f'{embedder.fingerprint}|windows={size}|title={int(with_title)}'
+    return f'{embedder.fingerprint}|windows={size}|title={title_words}'
 
-def window_vectors(store:Store, embedder, cands:list[Candidate], size:int=1, with_title:bool=False) -> dict:
+def window_vectors(store:Store, embedder, cands:list[Candidate], size:int=1, title_words:int=0) -> dict:
     "hash -> matrix of window vectors, embedding (and storing) what is missing."
-    fp, hs = window_fp(embedder, size, with_title), list(dict.fromkeys(c.hash for c in cands))
+    fp, hs = window_fp(embedder, size, title_words), list(dict.fromkeys(c.hash for c in cands))
     have = {h: np.frombuffer(v, dtype=np.float16).reshape(-1, d).astype(np.float32) for h, v, d in
             _stored_windows(store, f"SELECT hash, vecs, dim FROM windows WHERE fingerprint=? AND hash IN ({','.join('?' * len(hs))})", [fp, *hs])} if hs else {}
-    todo = {c.hash: windows(c.text, c.title, size, with_title) for c in cands if c.hash not in have}
+    todo = {c.hash: windows(c.text, c.title, size, title_words) for c in cands if c.hash not in have}
     if todo:
         flat = [w for ws in todo.values() for w in ws]
         vecs, i, rows = embedder.embed_docs(flat), 0, []
@@ -92,12 +95,12 @@ class EmbedReranker:
     "Scores a candidate by its best sentence window's cosine similarity to the query (the embedding model, offline)."
     name = 'embed'
     def __init__(self, store:Store, embedder, size:int=1, # sentences per window
-                 with_title:bool=False, # prefix each window with the document's title
+                 title_words:int=0, # prefix each window with the document's title if it has at most this many words (0: never)
                  own_query:bool=False # embed the query itself: `embedder` is not the index's, whose query vector callers pass
-                ): self.store, self.embedder, self.size, self.with_title, self.own_query = store, embedder, size, with_title, own_query
+                ): self.store, self.embedder, self.size, self.title_words, self.own_query = store, embedder, size, title_words, own_query
     def score(self, query:str, cands:list[Candidate], qv:np.ndarray|None=None) -> list[float]:
         qv = self.embedder.embed_query(query) if qv is None or self.own_query else qv
-        wv = window_vectors(self.store, self.embedder, cands, self.size, self.with_title)
+        wv = window_vectors(self.store, self.embedder, cands, self.size, self.title_words)
         return [float((wv[c.hash] @ qv).max()) if len(wv[c.hash]) else 0.0 for c in cands]
 
 # %% ../../nbs/engine/11b_rerank.ipynb #137a3f38
@@ -160,17 +163,17 @@ def window_embedder(store:Store, embedder, # the index's embedder
     keep = {k: v for k, v in store.config.settings.items() if k in ('embed_backend', 'embed_precision')}
     return get_embedder({**keep, 'embed_model': model}, {k: v for k, v in env.items() if k != 'QMD_NB_EMBED_MODEL'})
 
-def embed_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None, model:str='') -> EmbedReranker:
+def embed_reranker(store:Store, embedder, window:int=1, title_words:int=0, env:dict|None=None, model:str='') -> EmbedReranker:
     "The default: the embedding model (or the one `model` names) on each candidate's best window of `window` sentences."
-    return EmbedReranker(store, window_embedder(store, embedder, model, env), window, with_title, own_query=bool(model))
+    return EmbedReranker(store, window_embedder(store, embedder, model, env), window, title_words, own_query=bool(model))
 
-def cross_encoder_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None, model:str='') -> CrossEncoderReranker:
+def cross_encoder_reranker(store:Store, embedder, window:int=1, title_words:int=0, env:dict|None=None) -> CrossEncoderReranker:
     "The CrossEncoder in the folder the `rerank_model` setting names."
     folder = setting(store.config.settings, 'rerank_model', env)
     if not folder: raise UsageError("rerank=cross-encoder needs a local model folder: set rerank_model (or QMD_NB_RERANK_MODEL)")
     return CrossEncoderReranker(folder)
 
-def http_reranker(store:Store, embedder, window:int=1, with_title:bool=False, env:dict|None=None, model:str='') -> HTTPReranker:
+def http_reranker(store:Store, embedder, window:int=1, title_words:int=0, env:dict|None=None) -> HTTPReranker:
     "The endpoint the `rerank_url` setting names (with `rerank_model_name` and `rerank_api_key`)."
     s = lambda key: setting(store.config.settings, key, env)
     if not s('rerank_url'): raise UsageError("rerank=http needs an endpoint: set rerank_url (or QMD_NB_RERANK_URL)")
@@ -179,33 +182,33 @@ def http_reranker(store:Store, embedder, window:int=1, with_title:bool=False, en
 RERANKERS = {'embed': embed_reranker, 'cross-encoder': cross_encoder_reranker, 'http': http_reranker} # name -> builder; `rerank` also takes 'none'
 
 def get_reranker(store:Store, embedder, kind:str, # a name of `RERANKERS`
-                 window:int=1, with_title:bool=False, env:dict|None=None,
+                 window:int=1, title_words:int=0, env:dict|None=None,
                  model:str='' # the embed reranker's own model (`window_embedder`); the others have their settings
                 ):
     "The reranker of this kind, wrapped in a score cache and kept on the store."
-    key = ('reranker', kind, embedder.fingerprint if embedder else '', window, with_title, model if kind == 'embed' else '')
+    key = ('reranker', kind, embedder.fingerprint if embedder else '', window, title_words, model if kind == 'embed' else '')
     if key in store.cache: return store.cache[key]
     if kind not in RERANKERS: raise UsageError(f"Unknown reranker {kind!r}")
-    store.cache[key] = CachedReranker(RERANKERS[kind](store, embedder, window, with_title, env, model))
+    store.cache[key] = CachedReranker(RERANKERS[kind](store, embedder, window, title_words, env, **({'model': model} if model else {})))
     return store.cache[key]
 
 # %% ../../nbs/engine/11b_rerank.ipynb #57d1586e
-def docs_without_windows(store:Store, embedder, size:int=1, with_title:bool=False, n:int=16) -> list:
+def docs_without_windows(store:Store, embedder, size:int=1, title_words:int=0, n:int=16) -> list:
     "Up to `n` documents (one per content) whose window vectors are not stored yet."
     store.try_write(WINDOW_SCHEMA)
     sql = (f"SELECT {DOC_COLS} FROM documents d WHERE NOT EXISTS (SELECT 1 FROM windows w WHERE w.hash=d.hash AND w.fingerprint=?) "
            "GROUP BY d.hash LIMIT ?")
-    return [doc_row(r) for r in _stored_windows(store, sql, (window_fp(embedder, size, with_title), n))]
+    return [doc_row(r) for r in _stored_windows(store, sql, (window_fp(embedder, size, title_words), n))]
 
-def warm_windows(store:Store, embedder, size:int=1, with_title:bool=False,
+def warm_windows(store:Store, embedder, size:int=1, title_words:int=0,
                  batch:int=16, # documents per step: small, so queries waiting for the model wait little
                  stop:threading.Event|None=None # set it to stop after the current step
                 ) -> int:
     "Embed and store the sentence windows of every document that has none yet; how many documents were done."
     done, last = 0, None
     while not (stop is not None and stop.is_set()):
-        rows = docs_without_windows(store, embedder, size, with_title, batch)
+        rows = docs_without_windows(store, embedder, size, title_words, batch)
         if not rows or rows == last: break # nothing left, or nothing could be stored (a read-only index, a busy writer)
         last = rows
-        window_vectors(store, embedder, candidates(store, rows), size, with_title); done += len(rows)
+        window_vectors(store, embedder, candidates(store, rows), size, title_words); done += len(rows)
     return done

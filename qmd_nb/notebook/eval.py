@@ -173,7 +173,7 @@ def prepare_vectors(store:Store, b:Beir, embedder, params:QueryParams, progress=
         t, ids, wem = time.time(), sorted(doc_keys(store)), window_embedder(store, embedder, params.rerank_embedder)
         with progress_bar(len(ids), 'Reranker windows', progress, unit='doc') as bar:
             for k in range(0, len(ids), 256):
-                window_vectors(store, wem, candidates(store, docs_by_ids(store, ids[k:k+256])), params.rerank_window, params.rerank_title)
+                window_vectors(store, wem, candidates(store, docs_by_ids(store, ids[k:k+256])), params.rerank_window, params.title_words)
                 bar.update(len(ids[k:k+256]))
         out['windows_s'] = time.time() - t
     return out

@@ -64,8 +64,8 @@ def read_known(store:Store, path:str|Path) -> Judged:
     return Judged(Path(path).stem, queries, qrels, {i: f'{c}/{p}' for i, (c, p) in doc_keys(store).items()})
 
 # %% ../../nbs/notebook/31_lab.ipynb #6f2330a2
-LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'bm25', 'window_depth', 'rerank_window', 'rerank_title', 'rerank_embedder') # a new value re-runs retrieval
-RERANK_FIELDS = ('rerank', 'rerank_window', 'rerank_title', 'rerank_embedder') # a new value re-runs the reranker
+LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'bm25', 'window_depth', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder') # a new value re-runs retrieval
+RERANK_FIELDS = ('rerank', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder') # a new value re-runs the reranker
 
 def key_of(p:QueryParams, names) -> tuple:
     "The values of these parameters (keyword ranking's without the duplicate threshold and version folding, which apply after retrieval)."
@@ -120,7 +120,7 @@ def rerank_scores(c:LabCache, p:QueryParams, ql:list[QueryLists], progress=False
     k = key_of(p, RERANK_FIELDS)
     have, done = c.rerank.setdefault(k, [{} for _ in c.qids]), (key_of(p, LIST_FIELDS), k)
     if done in c.scored: return have
-    t, r = time.time(), get_reranker(c.store, c.embedder, p.rerank, p.rerank_window, p.rerank_title, model=p.rerank_embedder)
+    t, r = time.time(), get_reranker(c.store, c.embedder, p.rerank, p.rerank_window, p.title_words, model=p.rerank_embedder)
     todo = [i for i, q in enumerate(ql) if any(d not in have[i] for d in q.pool)]
     with progress_bar(len(todo), 'Reranker scores', progress, unit='query') as bar:
         for i in todo:
@@ -167,11 +167,12 @@ def selected_lists(q:QueryLists, p:QueryParams) -> list[RankedList]:
             if (n.endswith(':win') and p.window_weight > 0) or (not n.endswith(':win') and (expand or n.endswith(':user')))]
 
 def reorder(ids:list, scores, rr:list|None, # reranker scores of the first `rerank_top` ids (None: no reranker)
-            p:QueryParams) -> tuple[list[int], list[float]]:
+            p:QueryParams, n_terms:int=0 # the question's analysed words (a short question may blend otherwise)
+           ) -> tuple[list[int], list[float]]:
     "Final order and scores: the top `rerank_top` of the fused ranking re-ordered by the blend of fused and reranker scores, as `rescore` does."
     k = min(len(ids), p.rerank_top)
     if rr is None or k < 2: return list(ids), minmax(scores).tolist()
-    order, b = rerank_order(scores[:k], rr[:k], p)
+    order, b = rerank_order(scores[:k], rr[:k], p, n_terms)
     tail = (minmax(scores[k:]) * float(b.min()) * 0.999).tolist() if len(ids) > k else []
     return [ids[i] for i in order] + list(ids[k:]), [float(b[i]) for i in order] + tail
 
@@ -182,7 +183,7 @@ def exact_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None)
         sel = selected_lists(q, p); keep = evidenced(sel, p)
         f = [x for x in fuse(sel, p) if keep is None or x.doc_id in keep] # as `hybrid_hits`: candidates with evidence of their own
         ids = [x.doc_id for x in f]
-        out.append(reorder(ids, [x.score for x in f], [rr[i][d] for d in ids[:p.rerank_top]] if rr else None, p))
+        out.append(reorder(ids, [x.score for x in f], [rr[i][d] for d in ids[:p.rerank_top]] if rr else None, p, q.n_terms))
     return out
 
 # %% ../../nbs/notebook/31_lab.ipynb #e1265162
@@ -241,7 +242,7 @@ def fast_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) 
     for i in range(len(ql)):
         top = order[i, :n[i]]
         ids = a.ids[i, top].tolist()
-        out.append(reorder(ids, score[i, top], [rr[i][d] for d in ids[:p.rerank_top]] if rr else None, p))
+        out.append(reorder(ids, score[i, top], [rr[i][d] for d in ids[:p.rerank_top]] if rr else None, p, ql[i].n_terms))
     return out
 
 # %% ../../nbs/notebook/31_lab.ipynb #7c1611fe
