@@ -51,3 +51,15 @@ def test_bad_rerank_embedder_names_the_problem(qmd, tmp_path):
     qmd('collection', 'add', write_tree(tmp_path/'n', {'a.md': '# A\n\nalpha beta gamma\n', 'b.md': '# B\n\nbeta delta\n'}), '--name', 'n'); qmd('embed')
     r = qmd('query', 'alpha beta', '--set', 'rerank_embedder=/no/such/model', ok=False)
     assert r.returncode == 1 and "rerank_embedder '/no/such/model' is neither a local sentence-transformers folder nor a packaged model" in r.stderr, r.stderr
+
+def test_shortlist_reads_only_the_index_models_best_windows(qmd, tmp_path, mpnet_folder):
+    "With rerank_shortlist, mpnet reads each page's best three MiniLM windows: no mpnet windows are stored, and no score beats reading them all."
+    qmd('collection', 'add', _tldr(tmp_path), '--name', 'tldr'); qmd('embed')
+    q = ['query', 'print the name of this computer', '--json', '--explain', '-n', '5', '--set', f'rerank_embedder={MPNET}']
+    rr = lambda hits: {h['file']: h['explain']['rerank'] for h in hits if h['explain'].get('rerank') is not None}
+    short = rr(qmd.json(*q, '--set', 'rerank_shortlist=3'))
+    assert len(short) == 5 and not {fp for fp, _ in _windows(qmd.home) if fp.startswith(MPNET)}, _windows(qmd.home)
+    full = rr(qmd.json(*q))
+    assert {fp for fp, _ in _windows(qmd.home) if fp.startswith(MPNET)} # reading every window stores them
+    both = set(short) & set(full)
+    assert both and all(short[f] <= full[f] + 1e-3 for f in both), (short, full) # the best of three windows, never more than the best of all

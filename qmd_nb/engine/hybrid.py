@@ -58,6 +58,7 @@ class QueryParams:
     rerank_title: bool = False # prefix windows with the title, if it is a name...
     rerank_title_words: int = 4 # ... of at most this many words (a sentence-long title is a window of its own)
     rerank_embedder: str = '' # the 'embed' reranker's model: '' (the index's), a sentence-transformers folder or a packaged one ('all-mpnet-base-v2')
+    rerank_shortlist: int = 0 # ... reading only the index model's best this many windows per candidate (no page-by-page warm-up); 0: every window
     blend_top3: float = 0.70 # weight of the fused score at ranks 1-3 (the reranker gets the rest)
     blend_top10: float = 0.60 # ... at ranks 4-10
     blend_rest: float = 0.50 # ... after rank 10
@@ -135,7 +136,7 @@ def run_list(store:Store, embedder, s:SubQuery, p:QueryParams, names, flt:Filter
 def window_list(store:Store, embedder, query:str, lists:list[RankedList], p:QueryParams, qv:np.ndarray) -> RankedList:
     "The candidates of the question's lists ranked by their best sentence window (the `embed` reranker's score), as a list of its own."
     rows = docs_by_ids(store, list(dict.fromkeys(d for l in lists for d in l.ids)))
-    s = np.asarray(get_reranker(store, embedder, 'embed', p.rerank_window, p.title_words, model=p.rerank_embedder).score(query, candidates(store, rows), qv))
+    s = np.asarray(get_reranker(store, embedder, 'embed', p.rerank_window, p.title_words, model=p.rerank_embedder, shortlist=p.rerank_shortlist).score(query, candidates(store, rows), qv))
     o = np.argsort(-s, kind='stable')[:p.window_depth]
     return RankedList('vec:win', [rows[i].id for i in o], [float(s[i]) for i in o], list_weight('vec', 'win', p))
 
@@ -216,7 +217,7 @@ def rescore(store:Store, embedder, query:str, fused:list[Fused], p:QueryParams, 
     head = fused[:k]
     rows = {d.id: d for d in docs_by_ids(store, [f.doc_id for f in head])}
     head = [f for f in head if f.doc_id in rows]
-    rs = get_reranker(store, embedder, p.rerank, p.rerank_window, p.title_words, model=p.rerank_embedder).score(query, candidates(store, [rows[f.doc_id] for f in head]), qv)
+    rs = get_reranker(store, embedder, p.rerank, p.rerank_window, p.title_words, model=p.rerank_embedder, shortlist=p.rerank_shortlist).score(query, candidates(store, [rows[f.doc_id] for f in head]), qv)
     order, b = rerank_order([f.score for f in head], rs, p, len(Analyzer().terms(query)))
     ids = [head[i].doc_id for i in order] + [f.doc_id for f in fused[k:]]
     scores = [float(b[i]) for i in order] + _scaled_tail(fused[k:], float(b.min()))
@@ -367,4 +368,5 @@ def warm_reranker(store:Store, embedder, stop=None # a threading.Event that stop
     "Prepare the reranker's data for every document (none needed for other rerankers); how many documents were done."
     p = QueryParams.from_settings(store.config.settings)
     if (p.rerank != 'embed' and p.window_weight <= 0) or not has_vectors(store, embedder.fingerprint): return 0 # the window list reads the same windows
-    return warm_windows(store, window_embedder(store, embedder, p.rerank_embedder), p.rerank_window, p.title_words, stop=stop)
+    reader = window_embedder(store, embedder, '' if p.rerank_shortlist else p.rerank_embedder) # a shortlist is read from the index model's windows
+    return warm_windows(store, reader, p.rerank_window, p.title_words, stop=stop)

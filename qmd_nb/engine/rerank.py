@@ -21,9 +21,9 @@ from .model import PACKAGED_MODELS
 
 # %% auto #0
 __all__ = ['WINDOW_SCHEMA', 'RERANKERS', 'Candidate', 'candidates', 'sentences', 'windows', 'window_fp', 'window_vectors',
-           'EmbedReranker', 'CrossEncoderReranker', 'HTTPReranker', 'CachedReranker', 'window_embedder',
-           'embed_reranker', 'cross_encoder_reranker', 'http_reranker', 'get_reranker', 'docs_without_windows',
-           'warm_windows']
+           'EmbedReranker', 'ShortlistReranker', 'CrossEncoderReranker', 'HTTPReranker', 'CachedReranker',
+           'window_embedder', 'embed_reranker', 'cross_encoder_reranker', 'http_reranker', 'get_reranker',
+           'docs_without_windows', 'warm_windows']
 
 # %% ../../nbs/engine/11b_rerank.ipynb #4eb1c6bb
 @dataclass
@@ -103,6 +103,39 @@ class EmbedReranker:
         wv = window_vectors(self.store, self.embedder, cands, self.size, self.title_words)
         return [float((wv[c.hash] @ qv).max()) if len(wv[c.hash]) else 0.0 for c in cands]
 
+# %% ../../nbs/engine/11b_rerank.ipynb #6d18c247
+class ShortlistReranker:
+    "The index model shortlists each candidate's best `k` windows; a larger model reads only those."
+    name = 'embed'
+    def __init__(self, store:Store, scout, # the index's embedder, whose windows are stored
+                 reader, # the larger model
+                 k:int=3, size:int=1, title_words:int=0,
+                 cache:int=20000 # window texts whose reader vectors are kept (float16)
+                ):
+        self.store, self.scout, self.reader, self.k, self.size, self.title_words, self.cache = store, scout, reader, k, size, title_words, cache
+        self._v, self._lock = OrderedDict(), threading.Lock()
+    def shortlist(self, cands:list[Candidate], qv:np.ndarray) -> list[list[str]]:
+        "Each candidate's best `k` window texts by the index model's similarity to the query."
+        wv = window_vectors(self.store, self.scout, cands, self.size, self.title_words)
+        out = []
+        for c in cands:
+            ws = windows(c.text, c.title, self.size, self.title_words)
+            out.append([ws[i] for i in np.argsort(-(wv[c.hash] @ qv), kind='stable')[:self.k] if i < len(ws)] if len(wv[c.hash]) else [])
+        return out
+    def _read(self, texts:list[str]) -> dict:
+        "Reader vectors of window texts, from the cache or embedded now."
+        with self._lock: have = {t: self._v[t] for t in texts if t in self._v}
+        todo = [t for t in dict.fromkeys(texts) if t not in have]
+        if todo: have.update(zip(todo, self.reader.embed_docs(todo).astype(np.float16)))
+        with self._lock:
+            for t in todo: self._v[t] = have[t]
+            while len(self._v) > self.cache: self._v.popitem(last=False)
+        return have
+    def score(self, query:str, cands:list[Candidate], qv:np.ndarray|None=None) -> list[float]:
+        picks = self.shortlist(cands, self.scout.embed_query(query) if qv is None else qv)
+        vec, qr = self._read([t for p in picks for t in p]), self.reader.embed_query(query)
+        return [max(float(vec[t].astype(np.float32) @ qr) for t in p) if p else 0.0 for p in picks]
+
 # %% ../../nbs/engine/11b_rerank.ipynb #137a3f38
 class CrossEncoderReranker:
     "A sentence-transformers CrossEncoder loaded from a local folder."
@@ -163,8 +196,11 @@ def window_embedder(store:Store, embedder, # the index's embedder
     keep = {k: v for k, v in store.config.settings.items() if k in ('embed_backend', 'embed_precision')}
     return get_embedder({**keep, 'embed_model': model}, {k: v for k, v in env.items() if k != 'QMD_NB_EMBED_MODEL'})
 
-def embed_reranker(store:Store, embedder, window:int=1, title_words:int=0, env:dict|None=None, model:str='') -> EmbedReranker:
+def embed_reranker(store:Store, embedder, window:int=1, title_words:int=0, env:dict|None=None, model:str='',
+                   shortlist:int=0 # with `model`: it reads only the index model's best this many windows per candidate (0: all)
+                  ) -> EmbedReranker|ShortlistReranker:
     "The default: the embedding model (or the one `model` names) on each candidate's best window of `window` sentences."
+    if model and shortlist: return ShortlistReranker(store, embedder, window_embedder(store, embedder, model, env), shortlist, window, title_words)
     return EmbedReranker(store, window_embedder(store, embedder, model, env), window, title_words, own_query=bool(model))
 
 def cross_encoder_reranker(store:Store, embedder, window:int=1, title_words:int=0, env:dict|None=None) -> CrossEncoderReranker:
@@ -183,13 +219,15 @@ RERANKERS = {'embed': embed_reranker, 'cross-encoder': cross_encoder_reranker, '
 
 def get_reranker(store:Store, embedder, kind:str, # a name of `RERANKERS`
                  window:int=1, title_words:int=0, env:dict|None=None,
-                 model:str='' # the embed reranker's own model (`window_embedder`); the others have their settings
+                 model:str='', # the embed reranker's own model (`window_embedder`); the others have their settings
+                 shortlist:int=0 # ... reading only the index model's best this many windows per candidate (0: all)
                 ):
     "The reranker of this kind, wrapped in a score cache and kept on the store."
-    key = ('reranker', kind, embedder.fingerprint if embedder else '', window, title_words, model if kind == 'embed' else '')
+    own = dict(model=model, shortlist=shortlist) if kind == 'embed' and model else {}
+    key = ('reranker', kind, embedder.fingerprint if embedder else '', window, title_words, tuple(own.items()))
     if key in store.cache: return store.cache[key]
     if kind not in RERANKERS: raise UsageError(f"Unknown reranker {kind!r}")
-    store.cache[key] = CachedReranker(RERANKERS[kind](store, embedder, window, title_words, env, **({'model': model} if model else {})))
+    store.cache[key] = CachedReranker(RERANKERS[kind](store, embedder, window, title_words, env, **own))
     return store.cache[key]
 
 # %% ../../nbs/engine/11b_rerank.ipynb #57d1586e

@@ -64,8 +64,8 @@ def read_known(store:Store, path:str|Path) -> Judged:
     return Judged(Path(path).stem, queries, qrels, {i: f'{c}/{p}' for i, (c, p) in doc_keys(store).items()})
 
 # %% ../../nbs/notebook/31_lab.ipynb #6f2330a2
-LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'bm25', 'window_depth', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder') # a new value re-runs retrieval
-RERANK_FIELDS = ('rerank', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder') # a new value re-runs the reranker
+LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'bm25', 'window_depth', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder', 'rerank_shortlist') # a new value re-runs retrieval
+RERANK_FIELDS = ('rerank', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder', 'rerank_shortlist') # a new value re-runs the reranker
 
 def key_of(p:QueryParams, names) -> tuple:
     "The values of these parameters (keyword ranking's without the duplicate threshold and version folding, which apply after retrieval)."
@@ -120,7 +120,7 @@ def rerank_scores(c:LabCache, p:QueryParams, ql:list[QueryLists], progress=False
     k = key_of(p, RERANK_FIELDS)
     have, done = c.rerank.setdefault(k, [{} for _ in c.qids]), (key_of(p, LIST_FIELDS), k)
     if done in c.scored: return have
-    t, r = time.time(), get_reranker(c.store, c.embedder, p.rerank, p.rerank_window, p.title_words, model=p.rerank_embedder)
+    t, r = time.time(), get_reranker(c.store, c.embedder, p.rerank, p.rerank_window, p.title_words, model=p.rerank_embedder, shortlist=p.rerank_shortlist)
     todo = [i for i, q in enumerate(ql) if any(d not in have[i] for d in q.pool)]
     with progress_bar(len(todo), 'Reranker scores', progress, unit='query') as bar:
         for i in todo:
