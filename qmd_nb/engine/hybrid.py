@@ -22,7 +22,7 @@ from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, minma
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
 from .filter import Filter, parse_filter, sort_hits
 from .config import setting
-from .rerank import candidates, RERANKERS, get_reranker, warm_windows, window_embedder
+from .rerank import candidates, RERANKERS, get_reranker, warm_windows, stored_window_embedder
 
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'QueryHit', 'list_weight', 'run_list', 'window_list', 'strong_probe', 'wants_expansion',
@@ -209,7 +209,9 @@ def rerank_order(fused_scores, rerank_scores, p:QueryParams, n_terms:int=0) -> t
     b = blend(fused_scores, rerank_scores, *blend_bands(p, n_terms))
     return np.argsort(-b, kind='stable'), b
 
-def rescore(store:Store, embedder, query:str, fused:list[Fused], p:QueryParams, qv) -> tuple[list[int], list[float], dict]:
+def rescore(store:Store, embedder, query:str, fused:list[Fused], p:QueryParams, qv,
+            n_terms:int=0 # the question's analysed words (a short one may blend otherwise)
+           ) -> tuple[list[int], list[float], dict]:
     "Final (doc ids, scores, reranker score by doc id), best first."
     k = min(len(fused), p.rerank_top)
     if p.rerank == 'none' or k < 2:
@@ -218,7 +220,7 @@ def rescore(store:Store, embedder, query:str, fused:list[Fused], p:QueryParams, 
     rows = {d.id: d for d in docs_by_ids(store, [f.doc_id for f in head])}
     head = [f for f in head if f.doc_id in rows]
     rs = get_reranker(store, embedder, p.rerank, p.rerank_window, p.title_words, model=p.rerank_embedder, shortlist=p.rerank_shortlist).score(query, candidates(store, [rows[f.doc_id] for f in head]), qv)
-    order, b = rerank_order([f.score for f in head], rs, p, len(Analyzer().terms(query)))
+    order, b = rerank_order([f.score for f in head], rs, p, n_terms)
     ids = [head[i].doc_id for i in order] + [f.doc_id for f in fused[k:]]
     scores = [float(b[i]) for i in order] + _scaled_tail(fused[k:], float(b.min()))
     return ids, scores, {f.doc_id: r for f, r in zip(head, rs)}
@@ -327,11 +329,11 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     keep = evidenced(lists, p)
     fused = [f for f in fuse(lists, p) if keep is None or f.doc_id in keep]
     rq = query if not subs else next((s.text for s in subs if s.kind != 'lex'), subs[0].text)
-    ids, scores, rr = rescore(store, embedder, rq, fused, p, qv)
+    n_terms = len(Analyzer().terms(query or ''))
+    ids, scores, rr = rescore(store, embedder, rq, fused, p, qv, n_terms)
     byid, lines = {f.doc_id: f for f in fused}, {h.doc_id: h for hs in hits.values() for h in hs if h.line}
     out = [QueryHit(d, s, byid[d].score, lines[d].line if d in lines else 0, lines[d].end_line if d in lines else 0,
                     explain=explain_hit(d, lists, byid.get(d), rr.get(d), s)) for d, s in zip(ids, scores) if s >= min_score]
-    n_terms = len(Analyzer().terms(query or ''))
     lex = hits.get('lex:user', [])
     out = quoted_first(out, lex, n_terms, p.quote_bonus, p.quote_min_words)
     out = main_copies_first(store, cited_rerank(store, out, p.bm25, lex, n_terms, p.cited_weight, p.cited_quoted), p.bm25, lex, n_terms)
@@ -368,5 +370,4 @@ def warm_reranker(store:Store, embedder, stop=None # a threading.Event that stop
     "Prepare the reranker's data for every document (none needed for other rerankers); how many documents were done."
     p = QueryParams.from_settings(store.config.settings)
     if (p.rerank != 'embed' and p.window_weight <= 0) or not has_vectors(store, embedder.fingerprint): return 0 # the window list reads the same windows
-    reader = window_embedder(store, embedder, '' if p.rerank_shortlist else p.rerank_embedder) # a shortlist is read from the index model's windows
-    return warm_windows(store, reader, p.rerank_window, p.title_words, stop=stop)
+    return warm_windows(store, stored_window_embedder(store, embedder, p.rerank_embedder, p.rerank_shortlist), p.rerank_window, p.title_words, stop=stop)

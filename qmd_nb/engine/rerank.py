@@ -22,8 +22,8 @@ from .model import PACKAGED_MODELS
 # %% auto #0
 __all__ = ['WINDOW_SCHEMA', 'RERANKERS', 'Candidate', 'candidates', 'sentences', 'windows', 'window_fp', 'window_vectors',
            'EmbedReranker', 'ShortlistReranker', 'CrossEncoderReranker', 'HTTPReranker', 'CachedReranker',
-           'window_embedder', 'embed_reranker', 'cross_encoder_reranker', 'http_reranker', 'get_reranker',
-           'docs_without_windows', 'warm_windows']
+           'window_embedder', 'stored_window_embedder', 'embed_reranker', 'cross_encoder_reranker', 'http_reranker',
+           'get_reranker', 'docs_without_windows', 'warm_windows']
 
 # %% ../../nbs/engine/11b_rerank.ipynb #4eb1c6bb
 @dataclass
@@ -195,6 +195,10 @@ def window_embedder(store:Store, embedder, # the index's embedder
     env = os.environ if env is None else env
     keep = {k: v for k, v in store.config.settings.items() if k in ('embed_backend', 'embed_precision')}
     return get_embedder({**keep, 'embed_model': model}, {k: v for k, v in env.items() if k != 'QMD_NB_EMBED_MODEL'})
+
+def stored_window_embedder(store:Store, embedder, model:str='', shortlist:int=0, env:dict|None=None):
+    "The embedder whose windows the embed reranker keeps in the catalog: `model`'s, or the index's when it shortlists for `model`."
+    return window_embedder(store, embedder, '' if shortlist else model, env)
 
 def embed_reranker(store:Store, embedder, window:int=1, title_words:int=0, env:dict|None=None, model:str='',
                    shortlist:int=0 # with `model`: it reads only the index model's best this many windows per candidate (0: all)

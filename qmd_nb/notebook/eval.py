@@ -166,11 +166,11 @@ def run_queries(store:Store, b:Beir, run, k:int=100, progress:bool|None=None,
 # %% ../../nbs/notebook/12_eval.ipynb #65fcc246
 def prepare_vectors(store:Store, b:Beir, embedder, params:QueryParams, progress=None) -> dict:
     "Embed the corpus (once per fingerprint) and, for the embedding reranker, every document's sentence windows."
-    from qmd_nb.engine.rerank import window_vectors, candidates, window_embedder
+    from qmd_nb.engine.rerank import window_vectors, candidates, stored_window_embedder
     from qmd_nb.engine.catalog import docs_by_ids
     t = time.time(); st = embed(store, embedder, progress=progress); out = dict(embed_s=time.time() - t, embedded_chunks=st.chunks)
     if params.rerank == 'embed':
-        t, ids, wem = time.time(), sorted(doc_keys(store)), window_embedder(store, embedder, '' if params.rerank_shortlist else params.rerank_embedder)
+        t, ids, wem = time.time(), sorted(doc_keys(store)), stored_window_embedder(store, embedder, params.rerank_embedder, params.rerank_shortlist)
         with progress_bar(len(ids), 'Reranker windows', progress, unit='doc') as bar:
             for k in range(0, len(ids), 256):
                 window_vectors(store, wem, candidates(store, docs_by_ids(store, ids[k:k+256])), params.rerank_window, params.title_words)
