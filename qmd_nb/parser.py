@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/parser.html.md"""
 
 # %% ../nbs/90a_parser.ipynb #8ef663c3
 from __future__ import annotations
-import argparse, os, sys
+import argparse, faulthandler, os, sys
 from .cli import FILTER_FLAGS, cmd_collection, cmd_context, cmd_embed, cmd_eval, cmd_get, cmd_ingest, cmd_mcp, cmd_mcp_config, cmd_multi_get, cmd_query, cmd_search, cmd_serve, cmd_source, cmd_status, cmd_token, cmd_update, cmd_vsearch, cmd_watch
 
 # %% auto #0
@@ -254,6 +254,7 @@ def main(argv:list[str]|None=None, # arguments (default: sys.argv[1:])
     if argv is None and cmd in _ONE_BLAS_THREAD: os.environ.setdefault('OPENBLAS_NUM_THREADS', '1') # before numpy is imported
     a = build_parser(cmd).parse_args(argv)
     if argv is None: os.umask(0o077) # the `qmd-nb` process: the index and its copies of documents are the owner's alone
+    if argv is None: faulthandler.enable() # a crash in native code (Chroma, OpenVINO) prints where it happened on stderr
     a.env = env
     code = _run(a)
     if argv is None and cmd in _QUICK: _exit_now(code, getattr(a, 'opened', []))

@@ -414,6 +414,12 @@ def test_full_disk_reads_answer_and_stopped_writes_say_so(tmp_path, mounts):
     filler = _fill(mnt, leave=50_000)
     out = q('embed', '-c', 'mid', ok=False)
     assert out.returncode == 1 and 'embedding stopped (what was embedded before is kept' in out.stderr and 'Traceback' not in out.stderr, out.stderr[-1500:]
+    _fill(mnt, leave=32 << 10) # room for Chroma to start writing on opening, not to finish
+    for args, out in _each(q, [['vsearch', 'keeping files safe'], ['query', 'rsync'], ['vsearch', 'middle', '-c', 'mid']]): # Chroma cannot open its files
+        assert out.returncode == 0 and 'Traceback' not in out.stderr, (args, out.returncode, out.stderr[-1500:]) # here: reads open a copy
+    assert 'backup.md' in q('vsearch', 'keeping files safe', '--format', 'files').stdout
+    out = q('embed', '-c', 'mid', ok=False) # a writer never writes to that copy
+    assert out.returncode == 1 and 'is full' in out.stderr and 'Traceback' not in out.stderr, out.stderr[-1500:]
     filler.unlink()
     assert 'Embedded' in q('embed', '-c', 'mid').stdout
     assert q('vsearch', 'middle', '-c', 'mid', '--format', 'files').stdout.count('mid/m') == 10

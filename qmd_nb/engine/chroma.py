@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib, os, secrets, sys, threading, zipfile
 from pathlib import Path
 import numpy as np
-from .errors import UsageError, disk_full, no_room, storage_error
+from .errors import DiskFull, UsageError, disk_full, no_room, storage_error
 from .store import Store
 from .chunk import Chunk
 
@@ -37,10 +37,21 @@ def chroma_client(store:Store, env:dict|None=None):
         u = urlparse(url)
         if u.scheme not in ('http', 'https') or not u.hostname: raise UsageError(f"Bad Chroma URL {url!r}: use http(s)://host:port")
         return chromadb.HttpClient(host=u.hostname, port=u.port or (443 if u.scheme == 'https' else 8000), ssl=u.scheme == 'https', settings=s)
-    try: return chromadb.PersistentClient(path=str(_writable_vectors(store)), settings=s)
-    except chromadb.errors.ChromaError as e: # Chroma's own SQLite on a full or read-only disk: say so
-        if (err := storage_error(e, store.paths.cache) or (no_room(store.paths.cache) and disk_full(store.paths.cache))) is None: raise
-        raise err from None
+    return _local_client(store, s, url)
+
+def _local_client(store:Store, s, url=None):
+    "A `PersistentClient` in the index folder; a reader on a full disk gets one on a private copy (Chroma writes even to read)."
+    import chromadb
+    reader_on_full_disk = not store.is_writing() and no_room(store.paths.cache) # Chroma's writes on opening would stop half-way
+    if not reader_on_full_disk:
+        try: return chromadb.PersistentClient(path=str(_writable_vectors(store)), settings=s)
+        except chromadb.errors.ChromaError as e: # Chroma's own SQLite on a full or read-only disk: say so
+            if (err := storage_error(e, store.paths.cache) or (no_room(store.paths.cache) and disk_full(store.paths.cache))) is None: raise
+            if store.is_writing() or not isinstance(err, DiskFull): raise err from None
+    try: client = chromadb.PersistentClient(path=str(_vectors_copy(store)), settings=s) # as on a read-only index
+    except (OSError, chromadb.errors.ChromaError): raise disk_full(store.paths.cache) from None # no room for the copy either
+    store.cache[('chroma-copy', url)] = True # until there is room again (`VectorStore`)
+    return client
 
 def _writable_vectors(store:Store) -> Path:
     "The vectors folder; for a read-only index, a private copy of it (Chroma writes to its files even to read them)."
@@ -49,10 +60,15 @@ def _writable_vectors(store:Store) -> Path:
     if not store.readonly and (not d.exists() or os.access(d, os.W_OK)):
         try: d.mkdir(parents=True, exist_ok=True); return d
         except OSError as e: store._raise_storage(e); raise
+    return _vectors_copy(store)
+
+def _vectors_copy(store:Store) -> Path:
+    "A private copy of the vectors folder, in the temporary folder, removed when the process ends."
+    d = store.paths.vectors_dir
     import atexit, shutil, tempfile
     copy = Path(tempfile.mkdtemp(prefix='qmd-nb-vectors-')) # removed when the process ends
     atexit.register(shutil.rmtree, copy, True)
-    if d.exists(): shutil.copytree(d, copy, dirs_exist_ok=True)
+    if d.exists(): shutil.copytree(d, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns('exact-*')) # saved matrices are read where they are
     return copy
 
 def space_name(fingerprint:str) -> str:
@@ -75,8 +91,12 @@ def _opening(store:Store) -> threading.RLock: return store.cache.setdefault('vec
 class VectorStore:
     "The chunk vectors of one embedding fingerprint."
     def __new__(cls, store:Store, fingerprint:str, env:dict|None=None):
-        key = ('vstore', fingerprint, chroma_url(store, env)) # one per store: the Chroma handle is reused
+        url = chroma_url(store, env)
+        key = ('vstore', fingerprint, url) # one per store: the Chroma handle is reused
         with _opening(store):
+            if store.cache.get(('chroma-copy', url)) and (store.is_writing() or not no_room(store.paths.cache)): # opened on a copy while the
+                for k in [k for k in store.cache if isinstance(k, tuple) and k[0] in ('vstore', 'chroma', 'chroma-copy')]: del store.cache[k] # disk
+                # was full: a writer (whose vectors must not go to the copy), or any caller once there is room, opens the real store
             if key not in store.cache: store.cache[key] = super().__new__(cls)
             return store.cache[key]
 
