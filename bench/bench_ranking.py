@@ -15,7 +15,7 @@ brought up to date first, so that an index an older version wrote is rebuilt in 
 proximity, field weights, the lead sentence, k1 as before the retune, near-copies, versions, alias pages, quotations, the
 vector floor): what each rule is worth, measured (with --query: also in `query`, a few minutes per row).
 --set KEY=VALUE (repeatable) runs every set with those query parameters, as `qmd-nb query --set` takes them; e.g. the
-mpnet reranker: --set rerank_embedder=all-mpnet-base-v2 --set rerank_title=true --set short_query_terms=6.
+mpnet reranker: --set rerank_embedder=all-mpnet-base-v2 --set rerank_title=true --set short_blend_top3=0.4 (and the README's others).
 --ws-queries N scores only the first N winserver-ps known items (a new reranker model reads every candidate's windows
 the first time it sees it: minutes per hundred long pages on two cores).
 """
