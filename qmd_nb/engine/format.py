@@ -92,6 +92,10 @@ def _keyword_story(e:dict) -> list[str]:
     if e.get('authority'): line += f", cited by others +{e['authority']:.3f}"
     return [line] + ([f"  overview: yields to {e['yields_to']}"] if e.get('yields_to') else [])
 
+def _blend_text(w:float|None) -> str:
+    "How the final score mixed the fused and reranker scores (nothing for a hit that was not re-scored)."
+    return '' if w is None else f'   blend: {w:.2f} fused + {1 - w:.2f} rerank'
+
 def explain_text(results:list[SearchResult],
                  params:dict|None=None # the ranking parameters in force, shown first (name -> value)
                 ) -> str:
@@ -105,7 +109,7 @@ def explain_text(results:list[SearchResult],
         lists = ', '.join(f"{k} #{v['rank']} ({v['score']:.3f})" for k, v in e.get('lists', {}).items()) or 'none'
         fus = ', '.join(f"{k} {v:+.3f}" for k, v in e.get('fusion', {}).items()) or 'none'
         out += [f'  lists:  {lists}', f'  fusion: {fus} = {e.get("fused")}',
-                f'  rerank: {e.get("rerank")}   final: {e.get("final")}', '']
+                f'  rerank: {e.get("rerank")}{_blend_text(e.get("blend"))}   final: {e.get("final")}', '']
     return '\n'.join(out).rstrip('\n')
 
 # %% ../../nbs/engine/08_format.ipynb #b9c9ced1

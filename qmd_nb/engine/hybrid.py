@@ -18,7 +18,7 @@ from .results import Hit, SearchResult, check_search_args, collection_names, to_
 from .rank import main_first, declared_alias, fold_aliases, ALIAS_HEAD
 from .vectors import vector_hits, has_vectors
 from .chroma import VectorStore
-from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, minmax
+from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, blend_weight, minmax
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
 from .filter import Filter, parse_filter, sort_hits
 from .config import setting
@@ -26,9 +26,9 @@ from .rerank import candidates, RERANKERS, get_reranker, warm_windows, stored_wi
 
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'QueryHit', 'list_weight', 'run_list', 'window_list', 'strong_probe', 'wants_expansion',
-           'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'blend_bands', 'rerank_order', 'rescore', 'evidenced',
-           'explain_hit', 'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first', 'alias_fold', 'hybrid_hits',
-           'hybrid_query', 'warm_reranker']
+           'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'blend_bands', 'fused_weights', 'rerank_order',
+           'rescore', 'evidenced', 'explain_hit', 'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first',
+           'alias_fold', 'hybrid_hits', 'hybrid_query', 'warm_reranker']
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #75093a6d
 @dataclass(frozen=True)
@@ -204,6 +204,12 @@ def blend_bands(p:QueryParams, n_terms:int=0 # the question's analysed words
     if 0 < n_terms <= p.short_query_terms: return ((3, p.short_blend_top3), (10, p.short_blend_top10)), p.short_blend_rest
     return ((3, p.blend_top3), (10, p.blend_top10)), p.blend_rest
 
+def fused_weights(fused:list[Fused], rescored:dict, # doc id -> reranker score, of the re-scored head
+                  p:QueryParams, n_terms:int=0) -> dict:
+    "doc id -> the fused score's weight in its blend (by its fused rank), for `--explain`."
+    bands = blend_bands(p, n_terms)
+    return {f.doc_id: blend_weight(i + 1, *bands) for i, f in enumerate(fused) if f.doc_id in rescored}
+
 def rerank_order(fused_scores, rerank_scores, p:QueryParams, n_terms:int=0) -> tuple[np.ndarray, np.ndarray]:
     "Order of the re-scored head (best first) and its blended scores: the position-aware blend of fused and reranker scores."
     b = blend(fused_scores, rerank_scores, *blend_bands(p, n_terms))
@@ -236,7 +242,9 @@ def evidenced(lists:list[RankedList], p:QueryParams) -> set[int]|None:
     return ok
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #bc9d603b
-def explain_hit(doc_id:int, lists:list[RankedList], fused:Fused|None, rerank:float|None, final:float) -> dict:
+def explain_hit(doc_id:int, lists:list[RankedList], fused:Fused|None, rerank:float|None, final:float,
+                blend:float|None=None # the fused score's weight in the blend with the reranker's (None: not re-scored)
+               ) -> dict:
     "Where a hit's score came from."
     ranks = {}
     for l in lists:
@@ -244,7 +252,7 @@ def explain_hit(doc_id:int, lists:list[RankedList], fused:Fused|None, rerank:flo
             i = l.ids.index(doc_id); ranks[l.name] = dict(rank=i + 1, score=round(float(l.scores[i]), 4))
     return dict(lists=ranks, fusion={k: round(float(v), 4) for k, v in (fused.parts if fused else {}).items()},
                 fused=round(float(fused.score), 4) if fused else None, rerank=None if rerank is None else round(float(rerank), 4),
-                final=round(float(final), 4))
+                blend=None if blend is None else round(float(blend), 4), final=round(float(final), 4))
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #31982951
 def exact_ids(lex:list, n_terms:int) -> set[int]:
@@ -331,9 +339,9 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     rq = query if not subs else next((s.text for s in subs if s.kind != 'lex'), subs[0].text)
     n_terms = len(Analyzer().terms(query or ''))
     ids, scores, rr = rescore(store, embedder, rq, fused, p, qv, n_terms)
-    byid, lines = {f.doc_id: f for f in fused}, {h.doc_id: h for hs in hits.values() for h in hs if h.line}
+    byid, lines, w = {f.doc_id: f for f in fused}, {h.doc_id: h for hs in hits.values() for h in hs if h.line}, fused_weights(fused, rr, p, n_terms)
     out = [QueryHit(d, s, byid[d].score, lines[d].line if d in lines else 0, lines[d].end_line if d in lines else 0,
-                    explain=explain_hit(d, lists, byid.get(d), rr.get(d), s)) for d, s in zip(ids, scores) if s >= min_score]
+                    explain=explain_hit(d, lists, byid.get(d), rr.get(d), s, w.get(d))) for d, s in zip(ids, scores) if s >= min_score]
     lex = hits.get('lex:user', [])
     out = quoted_first(out, lex, n_terms, p.quote_bonus, p.quote_min_words)
     out = main_copies_first(store, cited_rerank(store, out, p.bm25, lex, n_terms, p.cited_weight, p.cited_quoted), p.bm25, lex, n_terms)
