@@ -206,9 +206,9 @@ def blend_bands(p:QueryParams, n_terms:int=0 # the question's analysed words
 
 def fused_weights(fused:list[Fused], rescored:dict, # doc id -> reranker score, of the re-scored head
                   p:QueryParams, n_terms:int=0) -> dict:
-    "doc id -> the fused score's weight in its blend (by its fused rank), for `--explain`."
+    "doc id -> the fused score's weight in its blend (by its rank in the re-scored head, as `rerank_order` gave it), for `--explain`."
     bands = blend_bands(p, n_terms)
-    return {f.doc_id: blend_weight(i + 1, *bands) for i, f in enumerate(fused) if f.doc_id in rescored}
+    return {f.doc_id: blend_weight(i + 1, *bands) for i, f in enumerate(f for f in fused if f.doc_id in rescored)}
 
 def rerank_order(fused_scores, rerank_scores, p:QueryParams, n_terms:int=0) -> tuple[np.ndarray, np.ndarray]:
     "Order of the re-scored head (best first) and its blended scores: the position-aware blend of fused and reranker scores."
