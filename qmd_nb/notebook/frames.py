@@ -27,11 +27,12 @@ def _(xs) -> pd.DataFrame:
     if not xs: return pd.DataFrame()
     return pd.concat([to_df(x) for x in xs], ignore_index=True)
 
-_RESULT_COLS = ['docid', 'file', 'title', 'score', 'line', 'collection', 'path', 'context', 'snippet']
+_RESULT_COLS = ['docid', 'file', 'title', 'score', 'line', 'collection', 'path', 'context', 'snippet', 'duplicates']
 
 @to_df.register
 def _(r:SearchResult) -> pd.DataFrame:
     d = {c: getattr(r, c) for c in _RESULT_COLS}
+    d['duplicates'] = [x['file'] for x in r.duplicates] # near-copies listed under this result (files), [] for none
     if r.explain is not None: d['explain'] = r.explain
     return pd.DataFrame([d])
 

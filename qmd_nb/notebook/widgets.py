@@ -86,17 +86,18 @@ class SearchUI:
         self.collection = W.Dropdown(options=names, value='(all)', description='collection')
         self.limit = W.BoundedIntText(value=10, min=1, max=100, description='limit', layout=W.Layout(width='160px'))
         self.min_score = W.FloatSlider(value=0.0, min=0.0, max=1.0, step=0.05, description='min score', continuous_update=False)
+        self.every_copy = W.Checkbox(value=False, description='every copy', indent=False, layout=W.Layout(width='110px')) # near-copies as results of their own
         self.status, self.table, self.doc = W.HTML(), W.HTML(), W.HTML()
         self.choice = W.Dropdown(options=[], description='show')
-        for w in (self.query, self.mode, self.collection, self.limit, self.min_score): w.observe(lambda _: self.run(), 'value')
+        for w in (self.query, self.mode, self.collection, self.limit, self.min_score, self.every_copy): w.observe(lambda _: self.run(), 'value')
         self.choice.observe(lambda _: self.show(), 'value')
 
     def _search(self) -> list:
         q, n, ms = self.query.value, self.limit.value, self.min_score.value
-        coll = None if self.collection.value == '(all)' else self.collection.value
-        if self.mode.value == 'search': return search(self.engine.store, q, n, coll, ms)
-        if self.mode.value == 'vsearch': return run_vsearch(self.engine, q, n, ms, coll)
-        return run_query(self.engine, q, n, ms, coll)[0]
+        coll, collapse = None if self.collection.value == '(all)' else self.collection.value, not self.every_copy.value
+        if self.mode.value == 'search': return search(self.engine.store, q, n, coll, ms, collapse=collapse)
+        if self.mode.value == 'vsearch': return run_vsearch(self.engine, q, n, ms, coll, collapse=collapse)
+        return run_query(self.engine, q, n, ms, coll, collapse=collapse)[0]
 
     def _needs_model(self) -> bool:
         return self.mode.value != 'search' and has_vectors_any(self.engine.store) and not self.engine.model_loaded
@@ -143,7 +144,7 @@ class SearchUI:
     @property
     def widget(self):
         import ipywidgets as W
-        return W.VBox([W.HBox([self.query, self.mode]), W.HBox([self.collection, self.limit, self.min_score]),
+        return W.VBox([W.HBox([self.query, self.mode]), W.HBox([self.collection, self.limit, self.min_score, self.every_copy]),
                        self.status, self.table, self.choice, self.doc])
 
     def _repr_mimebundle_(self, **kw): # the widget's own bundle: Jupyter draws it, and a captured run (nbdev-test) records it instead of printing
