@@ -23,6 +23,14 @@
 14. A tool missing from the scope table would pass as the generic 'mcp' operation (McpDoor now refuses to start).
 15. `update` lists a folder's files, then reads the changed ones by path: a file swapped for a link leading out of the
     folder in between was read into the collection (a FIFO swapped in hung the update, and the write queue with it).
+A second review (helper probe of every door with collection-limited tokens) found three more:
+
+16. An OAuth grant outlived the admin token that approved it: a token expiring in an hour (or revoked) could approve a
+    grant of 30 days, renewed at every refresh.
+17. With `--watch`, `status` showed a collection-limited token the watcher's figures over the whole index: how many
+    documents changed in other collections, how many batches, and when.
+18. The MCP `initialize` instructions told a collection-limited token how many experience records (`recall`) there are,
+    data it may not read.
 The counts of probes and leaks are printed."""
 import json, os, re, shutil, subprocess, tempfile, time, hashlib, base64, secrets, concurrent.futures as cf
 from pathlib import Path
@@ -54,12 +62,14 @@ def raw(s):
 
 def mcp(s): return mcp_session(s['port'], s['token'], s['messages'])[1:]
 
+def init(s): return mcp_session(s['port'], s['token'], [])[0] # the initialize answer (server instructions)
+
 def par(s):
     "Send the steps all at once (each on its own connection): they wait in the server's write queue together."
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(len(s['steps'])) as ex: return list(ex.map(send, s['steps']))
 
-json.dump([{'http': send, 'raw': raw, 'mcp': mcp, 'par': par}[s['kind']](s) for s in plan], sys.stdout)
+json.dump([{'http': send, 'raw': raw, 'mcp': mcp, 'init': init, 'par': par}[s['kind']](s) for s in plan], sys.stdout)
 '''
 
 def attack(w, plan:list) -> list:
@@ -450,4 +460,57 @@ def test_update_reads_only_what_stays_inside(tmp_path):
         t.check('why', sorted(r for r, v in out.items() if isinstance(v, Unreadable)), ['a.md', 'b.md'], str({r: v for r, v in out.items() if isinstance(v, Unreadable)}))
         t.check('a link inside the folder still read', getattr(out['in.md'], 'body', ''), getattr(out['sub/c.md'], 'body', None))
     finally: shutil.rmtree(box, ignore_errors=True); shutil.rmtree(secret, ignore_errors=True)
+    t.done()
+
+# 16 ---------------------------------------------------------------------------------------------------------------------
+def test_oauth_grant_ends_with_the_admin_token_that_approved_it(world):
+    "Finding 16: a grant lives no longer than its approving admin token: capped at its expiry, ended by its revocation."
+    w, t = world, Tally("16. OAuth approver")
+    port, url = w['ports']['oauth'], f"http://127.0.0.1:{w['ports']['oauth']}"
+    search = lambda tok: httpx.post(url + '/search', json={'query': 'rsync'}, headers={'Authorization': f'Bearer {tok}'}).status_code
+    short = w['qmd']('token', 'create', '--scope', 'admin', '--expires', '1h', '--name', 'short-approver').stdout.strip()
+    cid, form, tok = _flow(port, short)
+    recs = {r['name']: r for r in json.loads((w['home']/'config'/'tokens.json').read_text(encoding='utf-8'))['tokens']}
+    grant = next(r for r in recs.values() if r.get('kind') == 'oauth' and r.get('approver') == recs['short-approver']['id'])
+    t.check('grant expires with the approver', grant['expires'] <= recs['short-approver']['expires'], True, str(grant))
+    t.check('access token works', search(tok['access_token']), 200)
+    w['qmd']('token', 'revoke', 'short-approver')
+    t.check('access token after the approver is revoked', search(tok['access_token']), 401)
+    r = httpx.post(url + '/token', data=dict(grant_type='refresh_token', refresh_token=tok['refresh_token'], client_id=cid))
+    t.check('refresh after the approver is revoked', (r.status_code, r.json().get('error')), (400, 'invalid_grant'), r.text)
+    t.done()
+
+# 17 ---------------------------------------------------------------------------------------------------------------------
+def test_watch_figures_of_other_collections_stay_hidden(world):
+    "Finding 17: a collection-limited token's `status` shows the watcher's figures of its collections only."
+    w, t = world, Tally("17. watch freshness")
+    p, port, log = _serve(w['qmd'], '--tools', 'qmd', '--watch')
+    vault = w['base']/'vault7-data'
+    try:
+        own = lambda: httpx.get(f'http://127.0.0.1:{port}/status', headers={'Authorization': f"Bearer {w['default']}"}).json().get('freshness', {})
+        look = lambda: attack(w, [dict(kind='http', port=port, method='GET', path='/status', headers=bearer(w, 'read-pub'))])[0]
+        t0 = time.time()
+        while not own().get('batches') and time.time() - t0 < 60: time.sleep(0.2) # armed and caught up
+        before, b0 = json.loads(look()['body'])['freshness'], own()['batches']
+        for i in range(5): (vault/f'new{i}.md').write_text(f'# New {i}\n\nvault news {i}\n', encoding='utf-8')
+        while own()['batches'] == b0 and time.time() - t0 < 120: time.sleep(0.2)
+        t.check('the owner sees the change', own()['changed'] >= 5, True, json.dumps(own()))
+        after = look()
+        t.check('status of the limited token', after['status'], 200, after['body'])
+        t.check('its figures unchanged', json.loads(after['body'])['freshness'], before, after['body'], forbidden=[VAULT_MARK, 'vault7'])
+    finally:
+        for i in range(5): (vault/f'new{i}.md').unlink(missing_ok=True)
+        p.terminate(); p.wait(30)
+    w['qmd']('update')
+    t.done()
+
+# 18 ---------------------------------------------------------------------------------------------------------------------
+def test_experience_count_is_not_told_to_limited_tokens(world):
+    "Finding 18: `initialize` tells a collection-limited token nothing of the experience records it may not read."
+    w, t = world, Tally("18. recall instructions")
+    plan = [dict(kind='init', port=w['ports']['qmd'], token=w['tok'][k]) for k in ('read-pub', 'admin-pub', 'read')]
+    lim, lim_admin, whole = [json.loads(r['body'])['result'].get('instructions') or '' for r in attack(w, plan)]
+    t.check('limited read token', 'Recall' in lim or 'experience' in lim, False, lim)
+    t.check('limited admin token', 'Recall' in lim_admin, False, lim_admin)
+    t.check('an unlimited token is told', 'Recall:' in whole, True, whole)
     t.done()

@@ -185,10 +185,9 @@ def current_fingerprint(engine:Engine) -> str|None:
 
 def watch_freshness(engine:Engine, visible:list[str] # the collections the asker may see
                    ) -> object|None:
-    "The watcher's `Freshness` as this engine (or a client's view of it) may see it: only its collections; None when nothing watches."
+    "The watcher's `Freshness` as this engine (or a client's view of it) may see it: only its collections' figures; None when nothing watches."
     if engine.watcher is None: return None
-    f = engine.watcher.freshness(); f.collections = [c for c in f.collections if c in visible]
-    return f
+    return engine.watcher.freshness(None if engine.store.allowed is None else visible) # a limited view: counts, times and errors of its collections only
 
 # %% ../../nbs/engine/20_api.ipynb #38bc8c4c
 LIST_PAGE = 200

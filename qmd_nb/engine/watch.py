@@ -7,6 +7,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/watch.html.md"""
 # %% ../../nbs/engine/10a_watch.ipynb #bb7f347f
 from __future__ import annotations
 import os, threading, time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -15,7 +16,7 @@ from .store import Store, now_iso
 from .index import update, update_paths
 
 # %% auto #0
-__all__ = ['watched_roots', 'route', 'Freshness', 'Watcher']
+__all__ = ['watched_roots', 'route', 'Freshness', 'limited_freshness', 'Watcher']
 
 # %% ../../nbs/engine/10a_watch.ipynb #152a8790
 def watched_roots(store:Store) -> dict[str, str]:
@@ -64,6 +65,20 @@ class Freshness:
         return (f"Watching: {len(self.collections)} collection{'s' * (len(self.collections) != 1)}, {self.batches} batch"
                 f"{'es' * (self.batches != 1)} ({self.changed} documents){kw}{vec}" + (f"; {self.pending} paths pending" if self.pending else ''))
 
+def limited_freshness(f:Freshness, # the whole watcher's figures
+                      visible:set, # the collections the asker may see
+                      per:dict, # collection -> its own figures (a `Freshness` per collection)
+                      sets:Counter, # batches, by the set of collections each one touched
+                      embedding:set # the collections being embedded now
+                     ) -> Freshness:
+    "The figures of the `visible` collections only: no other collection's batches, counts, times or errors."
+    rs = [r for n, r in per.items() if n in visible]
+    latest = max((r for r in rs if r.last_indexed), key=lambda r: r.last_indexed, default=Freshness())
+    vec = 'embedding' if embedding & visible else 'current' if f.vectors == 'embedding' else f.vectors
+    return Freshness(f.watching, [c for c in f.collections if c in visible], sum(n for s, n in sets.items() if s & visible),
+                     sum(r.changed for r in rs), sum(r.pending for r in rs), max((r.last_change for r in rs if r.last_change), default=None),
+                     latest.last_indexed, latest.keyword_seconds, vec, latest.vector_seconds, next((r.error for r in rs if r.error), None))
+
 # %% ../../nbs/engine/10a_watch.ipynb #dd19cef9
 class Watcher:
     "Keeps a store's index fresh from file-system events, in background threads."
@@ -78,6 +93,7 @@ class Watcher:
         self.step_ms, self.debounce_ms, self.catch_up = step_ms, debounce_ms, catch_up
         self.stopping, self._wake, self._ready = threading.Event(), threading.Event(), threading.Event()
         self._fresh, self._lock, self._threads, self._to_embed, self._embed_since = Freshness(), threading.Lock(), [], set(), None
+        self._per, self._sets, self._embedding = {}, Counter(), set() # each collection's own figures, for a view limited to some
 
     def start(self) -> Watcher:
         "Start watching (returns at once; `wait_ready` waits until the watch is armed and caught up)."
@@ -94,13 +110,23 @@ class Watcher:
         self.stopping.set(); self._wake.set()
         for t in self._threads: t.join(timeout)
 
-    def freshness(self) -> Freshness:
+    def freshness(self, visible:list|None=None # only these collections' figures (a limited token's view); None: the whole watcher's
+                 ) -> Freshness:
         "A copy of the current freshness figures."
-        with self._lock: return Freshness(**vars(self._fresh))
+        with self._lock:
+            f = Freshness(**vars(self._fresh))
+            return f if visible is None else limited_freshness(f, set(visible), self._per, self._sets, self._embedding)
 
     def _set(self, **kw):
         with self._lock:
             for k, v in kw.items(): setattr(self._fresh, k, v)
+
+    def _note(self, names, **kw):
+        "Set figures of these collections' own records (a value may be a function of the record's)."
+        with self._lock:
+            for n in names:
+                r = self._per.setdefault(n, Freshness())
+                for k, v in kw.items(): setattr(r, k, v(r) if callable(v) else v)
 
     def _watch_loop(self):
         "Watch the collections' folders until stopped, re-arming when the set of collections changes."
@@ -128,17 +154,22 @@ class Watcher:
         "Bring one batch of events into the index."
         t, routed = time.time(), route({p for _, p in changes}, roots)
         if not routed: return
-        self._set(pending=sum(map(len, routed.values())), last_change=now_iso())
+        self._set(pending=sum(map(len, routed.values())), last_change=(ts := now_iso()))
+        for n, paths in routed.items(): self._note([n], pending=len(paths), last_change=ts)
         self._batch(lambda: [update_paths(self.store, name, paths) for name, paths in routed.items()], t, list(routed))
 
     def _batch(self, work:Callable, t:float, names:list):
         "Run one batch of index work on collections `names`; record it, tell the listeners, and wake the embedder."
         try: stats = work()
-        except (QmdError, OSError) as e: self._set(error=f"{type(e).__name__}: {e}", pending=0); return
+        except (QmdError, OSError) as e:
+            self._set(error=(err := f"{type(e).__name__}: {e}"), pending=0); self._note(names, error=err, pending=0); return
         changed = [s for s in stats if s.changed]
-        f = self.freshness()
-        self._set(pending=0, batches=f.batches + 1, changed=f.changed + sum(s.indexed + s.updated + s.moved + s.removed for s in changed),
-                  last_indexed=now_iso(), keyword_seconds=round(time.time() - t, 3))
+        n = {s.collection: s.indexed + s.updated + s.moved + s.removed for s in changed}
+        f, done = self.freshness(), dict(pending=0, last_indexed=now_iso(), keyword_seconds=round(time.time() - t, 3))
+        self._set(batches=f.batches + 1, changed=f.changed + sum(n.values()), **done)
+        self._note(names, **done)
+        for k, c in n.items(): self._note([k], changed=lambda r, c=c: r.changed + c)
+        with self._lock: self._sets[frozenset(names)] += 1
         for fn in list(self.listeners) if changed else []: fn(changed)
         with self._lock: self._to_embed |= set(names); self._embed_since = self._embed_since or t # what another process indexed too
         self._wake.set()
@@ -161,8 +192,9 @@ class Watcher:
             try:
                 emb = self.embedder()
                 if not has_vectors(self.store, emb.fingerprint): self._set(vectors='off'); continue
-                self._set(vectors='embedding')
+                self._set(vectors='embedding'); self._embedding = set(names)
                 embed(self.store, emb, collections=names, progress=False)
-                self._set(vectors='current', vector_seconds=round(time.time() - t, 3))
+                self._set(vectors='current', vector_seconds=round(time.time() - t, 3)); self._note(names, vector_seconds=self.freshness().vector_seconds)
             except (QmdError, OSError, RuntimeError) as e: self._set(vectors=f"error: {e}")
             except BaseException as e: self._set(vectors=f"error: {type(e).__name__}: {e} (embedding stopped)"); raise # a bug: say so, then fail loudly
+            finally: self._embedding = set()

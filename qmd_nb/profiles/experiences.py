@@ -310,7 +310,8 @@ def query_experiences(rc:Recall, keywords=None, limit=10, offset=0) -> tuple[Ans
 
 # %% ../../nbs/profiles/26_experiences.ipynb #7f1b4d0d
 def instructions(engine) -> str:
-    "What this profile tells a client at connection time."
+    "What this profile tells a client at connection time (nothing to a client limited to collections: experiences belong to none)."
+    if engine.store.allowed is not None: return '' # its tools are hidden from such a client (`auth.WHOLE_INDEX`), and so is their count
     n = count_experiences(ensure_schema(engine.store))
     return (f"Recall: {n} experience records (problems solved before, with root cause and solution). Call query_experiences "
             "when you meet an error or a tricky problem; after solving something new, record it with submit_experience.")

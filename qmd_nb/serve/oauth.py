@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/oauth.html.md"""
 
 # %% ../../nbs/serve/21c_oauth.ipynb #024a25b3
 from __future__ import annotations
-import hmac, html, json, re, secrets, sys, time
+import hmac, html, json, math, re, secrets, sys, time
 from urllib.parse import urlsplit
 from ..engine.config import check_name
 from ..engine.errors import QmdError, UsageError, Forbidden
@@ -140,6 +140,7 @@ def _decide(self:OAuthServer, rid:str, secret:str, scope:str='read', collections
     del self.pending[rid]
     code = 'qmdac_' + secrets.token_urlsafe(32)
     self.codes[code] = dict(until=time.time() + CODE_TTL, scope=scope, collections=None if cols is None else sorted(cols),
+                            approver=who.id if who.kind == 'token' else '', # the grant lives no longer than the admin token that approved it
                             ac=AuthorizationCode(code=code, scopes=scope_list(scope), expires_at=time.time() + CODE_TTL, client_id=client.client_id,
                                                  code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
                                                  redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource))
@@ -148,14 +149,22 @@ def _decide(self:OAuthServer, rid:str, secret:str, scope:str='read', collections
 OAuthServer.authorize, OAuthServer._approver, OAuthServer.decide = _authorize, _approver, _decide
 
 # %% ../../nbs/serve/21c_oauth.ipynb #0f51440d
+def _approval_end(self:OAuthServer, approver:str, # the id of the admin token that approved a grant ('': the owner, by code)
+                  records:list|None=None # the token records to look in (default: the file's, as it is now)
+                 ) -> float:
+    "When the approval behind a grant ends: the approving token's expiry (inf: none, or the owner's code); 0 once that token is revoked."
+    if not approver: return math.inf
+    t = next((t for t in records if t.get('id') == approver), None) if records is not None else self.tokens.record(approver)
+    return 0.0 if t is None or t.get('kind', 'token') != 'token' or t.get('scope') != 'admin' else (t.get('expires') or math.inf)
+
 def _issue(self:OAuthServer, rec:dict, refresh:str, scope:str|None=None):
-    "An access token for a grant, with its refresh token."
+    "An access token for a grant, with its refresh token; it ends with the grant, or in an hour."
     from mcp.shared.auth import OAuthToken
-    scope = scope or rec['scope']
+    scope, now = scope or rec['scope'], time.time()
     self._prune() # expired access tokens go (a client refreshing for months keeps one or two)
-    access = f"qmdat_{rec['id']}_{secrets.token_urlsafe(32)}"
-    self.access[token_hash(access)] = dict(gid=rec['id'], scope=scope, until=time.time() + ACCESS_TTL)
-    return OAuthToken(access_token=access, expires_in=ACCESS_TTL, scope=' '.join(scope_list(scope)), refresh_token=refresh)
+    access, until = f"qmdat_{rec['id']}_{secrets.token_urlsafe(32)}", min(now + ACCESS_TTL, rec['expires'])
+    self.access[token_hash(access)] = dict(gid=rec['id'], scope=scope, until=until)
+    return OAuthToken(access_token=access, expires_in=max(1, int(until - now)), scope=' '.join(scope_list(scope)), refresh_token=refresh)
 
 async def _load_authorization_code(self:OAuthServer, client, code:str):
     c = self.codes.get(code)
@@ -173,10 +182,13 @@ async def _exchange_authorization_code(self:OAuthServer, client, ac):
     from mcp.server.auth.provider import TokenError
     c = self.codes.pop(ac.code, None)
     if c is None: raise TokenError('invalid_grant', 'authorization code already used')
+    end = self._approval_end(c['approver'])
+    if end <= time.time(): raise TokenError('invalid_grant', 'the admin token that approved this request has been revoked or has expired')
     gid = secrets.token_hex(4)
     refresh = f'qmdrt_{gid}_{secrets.token_urlsafe(32)}'
     rec = dict(id=gid, name=f'oauth-{_slug(client.client_name)}-{gid}', kind='oauth', hash=token_hash(refresh), scope=c['scope'],
-               collections=c['collections'], created=time.time(), expires=time.time() + REFRESH_TTL, client_id=client.client_id)
+               collections=c['collections'], created=time.time(), expires=min(time.time() + REFRESH_TTL, end), client_id=client.client_id,
+               **({'approver': c['approver']} if c['approver'] else {}))
     self.tokens.update(lambda d: d.setdefault('tokens', []).append(rec))
     self.used[ac.code] = dict(gid=gid, until=c['until'])
     return self._issue(rec, refresh)
@@ -184,7 +196,7 @@ async def _exchange_authorization_code(self:OAuthServer, client, ac):
 def _grant_of(self:OAuthServer, token:str, prefix:str) -> dict|None:
     m = re.fullmatch(prefix + r'_([0-9a-f]{8})_[A-Za-z0-9_-]{43}', token or '')
     rec = self.tokens.record(m[1]) if m else None
-    return rec if rec is not None and rec.get('kind') == 'oauth' else None
+    return rec if rec is not None and rec.get('kind') == 'oauth' and self._approval_end(rec.get('approver', '')) > time.time() else None
 
 async def _load_refresh_token(self:OAuthServer, client, token:str):
     from mcp.server.auth.provider import RefreshToken
@@ -202,7 +214,9 @@ async def _exchange_refresh_token(self:OAuthServer, client, rt, scopes:list[str]
     def rotate(d):
         rec = next((t for t in d.get('tokens', []) if t['id'] == rt.token[6:14] and t.get('kind') == 'oauth'), None)
         if rec is None or not hmac.compare_digest(rec['hash'], token_hash(rt.token)): return None
-        rec.update(hash=token_hash(new), expires=time.time() + REFRESH_TTL, previous=[rec['hash'], *rec.get('previous', [])][:10]); return dict(rec)
+        end = self._approval_end(rec.get('approver', ''), d.get('tokens', [])) # never past the approving token's life
+        if end <= time.time(): return None
+        rec.update(hash=token_hash(new), expires=min(time.time() + REFRESH_TTL, end), previous=[rec['hash'], *rec.get('previous', [])][:10]); return dict(rec)
     rec = self.tokens.update(rotate)
     if rec is None: raise TokenError('invalid_grant', 'refresh token already used or revoked')
     return self._issue(rec, new, top_scope(scopes) or rec['scope'])
@@ -226,9 +240,10 @@ def _verify_access(self:OAuthServer, secret:str) -> Principal|None:
     if a is None or a['until'] < time.time(): return None
     rec = self.tokens.record(a['gid'])
     if rec is None or rec.get('kind') != 'oauth': return None # revoked (here or with `qmd-nb token revoke`)
+    if self._approval_end(rec.get('approver', '')) <= time.time(): return None # the admin token that approved it is revoked or expired
     return Principal(rec['name'], a['scope'], None if rec.get('collections') is None else frozenset(rec['collections']), rec['id'], 'oauth')
 
-OAuthServer._issue, OAuthServer._grant_of, OAuthServer._end_grant = _issue, _grant_of, _end_grant
+OAuthServer._issue, OAuthServer._grant_of, OAuthServer._end_grant, OAuthServer._approval_end = _issue, _grant_of, _end_grant, _approval_end
 for _f in (_load_authorization_code, _exchange_authorization_code, _load_refresh_token, _exchange_refresh_token, _load_access_token, _revoke_token, _verify_access):
     setattr(OAuthServer, _f.__name__[1:], _f) # the SDK's provider protocol, and verify_access
 
