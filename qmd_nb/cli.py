@@ -340,7 +340,9 @@ def cmd_token(a):
         lim = f", collections {', '.join(r['collections'])}" if r['collections'] else ''
         print(f"Created token '{r['name']}' ({r['scope']}{lim}, expires {_when(r['expires'])}). It is shown only now; "
               "send it as 'Authorization: Bearer <token>'.", file=sys.stderr)
-    elif a.action == 'revoke': print(f"Revoked '{ts.revoke(a.name)['name']}'")
+    elif a.action == 'revoke':
+        r = ts.revoke(a.name); n = len(r['ended'])
+        print(f"Revoked '{r['name']}'" + (f" and the {n} OAuth grant{'s' * (n != 1)} it approved ({', '.join(r['ended'])})" if n else ''))
     else:
         recs = ts.records()
         if _fmt(a) == 'json': # the fields the text shows: never a hash

@@ -474,7 +474,8 @@ def test_oauth_grant_ends_with_the_admin_token_that_approved_it(world):
     grant = next(r for r in recs.values() if r.get('kind') == 'oauth' and r.get('approver') == recs['short-approver']['id'])
     t.check('grant expires with the approver', grant['expires'] <= recs['short-approver']['expires'], True, str(grant))
     t.check('access token works', search(tok['access_token']), 200)
-    w['qmd']('token', 'revoke', 'short-approver')
+    said = w['qmd']('token', 'revoke', 'short-approver').stdout
+    t.check('the grant is revoked with it', ('and the 1 OAuth grant it approved' in said, grant['name'] in w['qmd']('token', 'list').stdout), (True, False), said)
     t.check('access token after the approver is revoked', search(tok['access_token']), 401)
     r = httpx.post(url + '/token', data=dict(grant_type='refresh_token', refresh_token=tok['refresh_token'], client_id=cid))
     t.check('refresh after the approver is revoked', (r.status_code, r.json().get('error')), (400, 'invalid_grant'), r.text)

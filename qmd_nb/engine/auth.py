@@ -182,13 +182,15 @@ def _create(self:TokenStore, scope:str, # read, write or admin
 
 def _revoke(self:TokenStore, key:str # a token's name or id
            ) -> dict:
-    "Remove a token (or OAuth grant) by name or id; its record."
+    "Remove a token (or OAuth grant) by name or id, and the OAuth grants it approved; its record, with `ended`: those grants' names."
     def rm(d):
         toks = d.get('tokens', [])
         hit = [t for t in toks if key in (t['name'], t['id'])]
         if not hit: raise NotFound(f"No token named {key!r} (see 'qmd-nb token list')")
-        d['tokens'] = [t for t in toks if t not in hit]
-        return hit[0]
+        ids = {t['id'] for t in hit}
+        ended = [t for t in toks if t not in hit and t.get('approver') in ids] # a grant lives no longer than its approver
+        d['tokens'] = [t for t in toks if t not in hit and t not in ended]
+        return dict(hit[0], ended=[t['name'] for t in ended])
     return self.update(rm)
 
 def _verify(self:TokenStore, secret:str) -> Principal|None:
