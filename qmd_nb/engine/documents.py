@@ -16,9 +16,9 @@ from .store import Store, DocRow, DOC_COLS, doc_row
 from .catalog import docs_by_docid, doc_body, docid, is_docid
 
 # %% auto #0
-__all__ = ['MAX_ITEMS', 'ADD_COLLECTION', 'encode_qmd_path', 'qmd_uri', 'parse_qmd_uri', 'check_spec', 'split_line_suffix',
-           'all_files', 'suggest', 'not_found', 'find_doc', 'Document', 'add_line_numbers', 'read_doc', 'get',
-           'Skipped', 'MultiGet', 'multi_get', 'CollectionStatus', 'Failure', 'Status', 'empty_hint',
+__all__ = ['MAX_ITEMS', 'MAX_REPLY_BYTES', 'ADD_COLLECTION', 'encode_qmd_path', 'qmd_uri', 'parse_qmd_uri', 'check_spec',
+           'split_line_suffix', 'all_files', 'suggest', 'not_found', 'find_doc', 'Document', 'add_line_numbers',
+           'read_doc', 'get', 'Skipped', 'MultiGet', 'multi_get', 'CollectionStatus', 'Failure', 'Status', 'empty_hint',
            'collection_status', 'needs_embedding', 'status']
 
 # %% ../../nbs/engine/07_documents.ipynb #d00c10d5
@@ -37,6 +37,7 @@ def parse_qmd_uri(uri:str) -> str:
 # %% ../../nbs/engine/07_documents.ipynb #4eff7339
 _LINE_RE = re.compile(r'^(.*?):(\d+)$')
 MAX_ITEMS = 1000 # names in a multi_get list
+MAX_REPLY_BYTES = 16 << 20 # bytes of documents in one multi_get reply (each file is also under `max_bytes`)
 
 def check_spec(spec, what:str='file') -> str:
     "`spec` stripped and in Unicode NFC, or UsageError naming what is wrong with it (empty, too long, a NUL character)."
@@ -166,8 +167,10 @@ class Skipped:
     "A file multi_get left out because it is too large."
     file: str
     size: int # bytes
+    limit: int = 0 # the reply's bound it would have passed (`multi_get`'s `max_total`); 0: left out for its own size
     def notice(self, tool:str="qmd-nb get") -> str:
-        return f"[SKIPPED: {self.file} - File too large ({round(self.size / 1024)}KB). Use '{tool}' with file=\"{self.file}\" to retrieve.]"
+        why = f"the reply reached its limit ({round(self.limit / 1024)}KB)" if self.limit else f"File too large ({round(self.size / 1024)}KB)"
+        return f"[SKIPPED: {self.file} - {why}. Use '{tool}' with file=\"{self.file}\" to retrieve.]"
 
 @dataclass
 class MultiGet:
@@ -186,7 +189,9 @@ def _matches(store, pattern):
 def multi_get(store:Store, pattern:str, # glob over `collection/path`, or comma-separated paths/docids
               max_lines:int|None=None, # at most this many lines per file
               max_bytes:int=10240, # skip files larger than this
-              line_numbers:bool=False) -> MultiGet:
+              line_numbers:bool=False,
+              max_total:int=MAX_REPLY_BYTES # the files after this many bytes are notices too: a reply stays bounded
+             ) -> MultiGet:
     "Several documents at once."
     if not isinstance(pattern, str) or not pattern.strip(): raise UsageError("pattern must be a non-empty string")
     if '\x00' in pattern: raise UsageError("pattern must not contain a NUL character")
@@ -202,10 +207,13 @@ def multi_get(store:Store, pattern:str, # glob over `collection/path`, or comma-
     else: rows = _matches(store, pattern.strip())
     shown = pattern if len(pattern) <= 200 else pattern[:200] + '…'
     if not rows: raise NotFound(f"No documents matched: {shown}" + (f"\n{chr(10).join(errors)}" if errors else ''))
-    items = []
+    items, total, seen = [], 0, set()
     for d in rows:
-        check_deadline()
-        items.append(Skipped(d.file, d.size) if (d.size or 0) > max_bytes else read_doc(store, d, None, max_lines, line_numbers))
+        if d.file in seen: continue # a file named twice comes once
+        check_deadline(); seen.add(d.file)
+        if (d.size or 0) > max_bytes: items.append(Skipped(d.file, d.size)); continue
+        if total + (d.size or 0) > max_total: items.append(Skipped(d.file, d.size, max_total)); continue
+        items.append(read_doc(store, d, None, max_lines, line_numbers)); total += d.size or 0
     return MultiGet(items, errors)
 
 # %% ../../nbs/engine/07_documents.ipynb #9e80c4de

@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/format.html.md"""
 
 # %% ../../nbs/engine/08_format.ipynb #6fc48e8e
 from __future__ import annotations
-import csv, io, json
+import csv, io, json, re
 
 from html import escape
 from typing import TYPE_CHECKING
@@ -14,13 +14,17 @@ if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult # annotations o
 from .documents import Document, Skipped, MultiGet, Status
 
 # %% auto #0
-__all__ = ['RESULT_FORMATS', 'TRUNC', 'REST_TRUNC', 'plural', 'search_summary', 'status_text', 'similar_line', 'quoteattr',
-           'format_results', 'explain_text', 'doc_text', 'format_multi', 'human_bytes', 'status_cli']
+__all__ = ['RESULT_FORMATS', 'TRUNC', 'REST_TRUNC', 'plural', 'log_json', 'search_summary', 'status_text', 'similar_line',
+           'quoteattr', 'format_results', 'explain_text', 'doc_text', 'format_multi', 'human_bytes', 'status_cli']
 
 # %% ../../nbs/engine/08_format.ipynb #dd807bb0
 def plural(n:int, word:str) -> str:
     "`n` and the word, with an `s` unless `n` is 1 (every count qmd-nb writes in prose goes through here)."
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+def log_json(x) -> str:
+    "`x` as JSON for a log line the owner reads in a terminal: non-ASCII text as it is, but no control character (C0, DEL, C1) raw."
+    return re.sub('[\x7f-\x9f]', lambda m: f'\\u{ord(m[0]):04x}', json.dumps(x, ensure_ascii=False)) # json escapes C0 itself
 
 def search_summary(results:list[SearchResult], query:str,
                    rest:bool=False, # the REST section's variant: no colon after the query, a blank line between results

@@ -22,9 +22,9 @@ from .discover import glob_re, mask_match, discover, listing
 from .scan import doc_meta, prepare_doc, UpdateStats, stat_unchanged, racy, RACY_NS, load_snapshots, save_snapshots, unchanged_since, narrow, snapshot_after
 
 # %% auto #0
-__all__ = ['ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword', 'update', 'covering', 'add_collection',
-           'remove_collection', 'rename_collection', 'update_paths', 'context_key', 'add_context', 'remove_context',
-           'git_pull', 'pull_collections']
+__all__ = ['MAX_CONTEXT_CHARS', 'MAX_CONTEXTS', 'ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword', 'update',
+           'covering', 'add_collection', 'remove_collection', 'rename_collection', 'update_paths', 'context_key',
+           'add_context', 'remove_context', 'git_pull', 'pull_collections']
 
 # %% ../../nbs/engine/05_index.ipynb #74d5debf
 def _converted(store, pend, cv, c, an, stats, lib) -> tuple[list, list]:
@@ -347,12 +347,18 @@ def context_key(store:Store, path:str) -> str:
             return norm_context_path(f'qmd://{c.name}' + ('' if rel == '.' else f'/{rel}'))
     raise UsageError(f"Context path {path} is neither '/', a qmd:// path, nor a folder inside a collection")
 
+MAX_CONTEXT_CHARS, MAX_CONTEXTS = 2000, 1000 # a context travels with every result from its folder: a paragraph at most, and not without end
+
 def add_context(store:Store, path:str, text:str) -> str:
     "Attach a description to a part of the index; returns its key."
     if not text or not text.strip(): raise UsageError("Context text is empty")
+    if len(text := text.strip()) > MAX_CONTEXT_CHARS:
+        raise UsageError(f"Context text is too long ({len(text)} characters; the limit is {MAX_CONTEXT_CHARS}): it travels with every result from there, so say it in a paragraph")
     with store.writing():
         store.reload_config(); key = context_key(store, path)
-        store.config.contexts[key] = text.strip(); store.save_config()
+        if key not in store.config.contexts and len(store.root.config.contexts) >= MAX_CONTEXTS:
+            raise UsageError(f"The index has {MAX_CONTEXTS} contexts, the most it keeps: remove some first ('qmd-nb context list')")
+        store.config.contexts[key] = text; store.save_config()
     return key
 
 def remove_context(store:Store, path:str) -> str:

@@ -21,6 +21,7 @@ from ..engine.store import Store, DocRow
 from ..engine.catalog import doc_body, documents, problems, count
 from ..engine.filter import to_epoch, AUTHOR_KEYS, CREATED_KEYS
 from ..engine.convert import utc_iso
+from ..engine.format import log_json
 from .profile import Tool, Resource, Profile, loose, json_result, texts, timeout_seconds, ProtocolError, INVALID_PARAMS, INTERNAL_ERROR
 
 # %% ../../nbs/profiles/27_ldims.ipynb #80c62cb7
@@ -297,7 +298,7 @@ def search_tool(ld:Ldims, query=None, maxResults=5, filters=None) -> SearchAnswe
     t = time.perf_counter()
     a = search_documents(ld.engine, query, maxResults, filters, ld.settings)
     err = isinstance(a, LdimsError)
-    (log.warning if err else log.info)("searchDocuments %s -> %s in %.1f ms", json.dumps({'query': _shown(query), 'maxResults': maxResults, 'filters': filters}, ensure_ascii=False),
+    (log.warning if err else log.info)("searchDocuments %s -> %s in %.1f ms", log_json({'query': _shown(query), 'maxResults': maxResults, 'filters': filters}),
                                        a.errorCode if err else f'{len(a.results)} of {a.totalMatches}', (time.perf_counter() - t) * 1000)
     return a
 

@@ -14,7 +14,7 @@ import functools, json, time, warnings
 from typing import Annotated, Optional # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 from urllib.parse import unquote
 from ..engine.errors import NotFound, UsageError
-from ..engine.format import plural
+from ..engine.format import plural, log_json
 from ..engine.api import Engine, list_documents
 from ..engine.catalog import count, doc_paths
 from .sdk import import_sdk
@@ -69,7 +69,7 @@ def wants_log(level:str, # the entry's level
 
 def call_log_line(name:str, args:dict, r:ToolResult, seconds:float) -> str:
     "The `debug` entry for one tool call."
-    shown = json.dumps({k: v for k, v in args.items() if v is not None}, ensure_ascii=False)
+    shown = log_json({k: v for k, v in args.items() if v is not None}) # it may reach the owner's terminal: no raw control characters
     n = len(r.structured['results']) if r.structured and 'results' in r.structured else None
     what = 'error' if r.is_error else plural(n, 'result') if n is not None else plural(len(r.content), 'block')
     return f"{name} {shown} -> {what} in {seconds * 1000:.1f} ms"
