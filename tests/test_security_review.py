@@ -31,6 +31,14 @@ A second review (helper probe of every door with collection-limited tokens) foun
     documents changed in other collections, how many batches, and when.
 18. The MCP `initialize` instructions told a collection-limited token how many experience records (`recall`) there are,
     data it may not read.
+A third review (resource use by limited tokens):
+
+19. A write token set a context of any size (7 MB, repeated in every result: 1.4 GB for one search) and any number of them.
+20. multi_get took the same file any number of times with no bound on the reply (100 copies of 7 MB: 667 MB).
+21. One MCP session cap (10,000) for every token of a scope and collections: one read token locked the others out.
+22. A client that stopped reading a reply held it (and its connection) forever; no client was limited in requests at once,
+    so one token's event streams took every socket and its queries every worker thread.
+23. The ldims log wrote C1 control characters of a client's query raw to the owner's terminal.
 The counts of probes and leaks are printed."""
 import json, os, re, shutil, subprocess, tempfile, time, hashlib, base64, secrets, concurrent.futures as cf
 from pathlib import Path
@@ -514,4 +522,70 @@ def test_experience_count_is_not_told_to_limited_tokens(world):
     t.check('limited read token', 'Recall' in lim or 'experience' in lim, False, lim)
     t.check('limited admin token', 'Recall' in lim_admin, False, lim_admin)
     t.check('an unlimited token is told', 'Recall:' in whole, True, whole)
+    t.done()
+
+# 19, 20 -----------------------------------------------------------------------------------------------------------------
+def test_contexts_and_multi_get_replies_are_bounded(world):
+    "Findings 19, 20: a context is at most 2,000 characters; multi_get gives a file once, however often it is named."
+    w, t = world, Tally("19-20. bounded replies")
+    port = w['ports']['qmd']
+    plan = [dict(kind='http', port=port, method='POST', path='/contexts/add', headers=bearer(w, 'write'), body={'path': 'qmd://pub', 'text': 'C' * 100_000}),
+            dict(kind='http', port=port, method='POST', path='/multi_get', headers=bearer(w, 'read-pub'), body={'pattern': ','.join(['pub/notes.md'] * 200), 'max_bytes': 10**12})]
+    big, many = attack(w, plan)
+    t.check('a 100,000-character context', (big['status'], 'too long' in big['body']), (400, True), big['body'][:300])
+    t.check('a file named 200 times', (many['status'], len(json.loads(many['body'])['results'])), (200, 1), many['body'][:300])
+    t.check('no context was kept', 'CCCC' in w['qmd']('context', 'list').stdout, False)
+    t.done()
+
+# 21 ---------------------------------------------------------------------------------------------------------------------
+def test_one_token_cannot_use_up_the_mcp_sessions_of_others(world):
+    "Finding 21: each principal has its own MCP sessions (200 open at most): one token using them up leaves another alone."
+    w, t = world, Tally("21. MCP sessions")
+    other = w['qmd']('token', 'create', '--scope', 'read', '--collections', 'pub,pubx,publib', '--name', 'read-pub-2').stdout.strip()
+    init = lambda tok: dict(kind='http', port=w['ports']['qmd'], method='POST', path='/mcp', headers={'Authorization': f'Bearer {tok}', 'Accept': 'application/json, text/event-stream'},
+                            body={'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'hog', 'version': '1'}}})
+    out = attack(w, [init(w['tok']['read-pub']) for _ in range(201)] + [init(other)])
+    t.check('200 sessions open', sum(r['status'] == 200 for r in out[:200]), 200)
+    t.check('the 201st of the same token', out[200]['status'], 503, out[200]['body'][:200])
+    t.check('another token of the same scope and collections', out[201]['status'], 200, out[201]['body'][:200])
+    t.done()
+
+# 22 ---------------------------------------------------------------------------------------------------------------------
+def test_a_reply_nobody_reads_is_dropped(world):
+    "Finding 22: a client that stops reading a reply has as long as --client-timeout to go on; then its connection is dropped."
+    import socket
+    w, t = world, Tally("22. unread replies")
+    page = w['base']/'pub'/'huge.md'; page.write_text('# Huge\n\n' + ('rsync ' * 20 + '\n') * 80_000, encoding='utf-8') # 9.6 MB
+    w['qmd']('update')
+    p, port, log = _serve(w['qmd'], '--tools', 'qmd', '--client-timeout', '2')
+    try:
+        body = json.dumps({'file': 'pub/huge.md'}).encode()
+        msg = (f"POST /get HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {w['tok']['read-pub']}\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        socks = []
+        for _ in range(3):
+            k = socket.socket(); k.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096); k.connect(('127.0.0.1', port)); k.sendall(msg); socks.append(k)
+        time.sleep(8) # the reply stalls at once; the server gives up after 2 s
+        for k in socks:
+            got, k_ = 0, k.settimeout(10)
+            try:
+                while (b := k.recv(1 << 20)): got += len(b)
+            except (ConnectionResetError, socket.timeout): pass
+            t.check('the unread reply was dropped', got < page.stat().st_size, True, str(got))
+            k.close()
+        t.check('others are served', httpx.post(f'http://127.0.0.1:{port}/search', json={'query': 'rsync'}, headers=bearer(w, 'read-pub')).status_code, 200)
+    finally:
+        p.terminate(); p.wait(30); page.unlink(); w['qmd']('update')
+    t.done()
+
+# 23 ---------------------------------------------------------------------------------------------------------------------
+def test_client_words_reach_the_log_without_control_characters(world):
+    "Finding 23: C1 control characters (CSI, OSC, ST) of a client's query are escaped in the server's log."
+    w, t = world, Tally("23. log escapes")
+    q = 'rsync \u009d0;PWNED\u009c \u009b2J \x1b[31m'
+    attack(w, [dict(kind='mcp', port=w['ports']['qmd'], token=w['tok']['read'], messages=[('tools/call', {'name': 'searchDocuments', 'arguments': {'query': q}})])])
+    time.sleep(0.5)
+    raw_log = w['logs']['qmd'].read_bytes()
+    t.check('the call was logged', b'PWNED' in raw_log, True)
+    t.check('no raw C1 or ESC', [c for c in (b'\xc2\x9b', b'\xc2\x9c', b'\xc2\x9d', b'\x1b') if c in raw_log], [])
     t.done()

@@ -86,7 +86,7 @@ def add_model_routes(app, engine:Engine):
         return dict(embeddings=engine.embedder.embed_docs(b.texts).tolist())
 
     @app.get('/health', response_model=Health, responses={503: {'model': Health}}, summary="Is the server ready")
-    def health_ep():
+    async def health_ep(): # on the event loop: it answers while every worker thread is busy
         try: documents(engine.store, limit=1); ok = True # the catalog answers
         except sqlite3.Error: ok = False
         body = dict(status='healthy' if ok else 'unhealthy', model_loaded=engine.model_loaded)

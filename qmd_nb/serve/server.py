@@ -48,7 +48,7 @@ def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT,
 
 # %% ../../nbs/serve/23_server.ipynb #1f0c16b7
 def client_deadline(seconds:float):
-    "uvicorn's HTTP protocol (httptools, else h11), closing a connection whose client has not sent a whole request in `seconds`."
+    "uvicorn's HTTP protocol (httptools, else h11), closing a connection whose client has not sent a whole request in `seconds`, or stopped reading a reply for as long."
     try:
         import httptools # noqa: F401 (uvicorn's faster parser, when installed)
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
@@ -70,6 +70,14 @@ def client_deadline(seconds:float):
             conn = getattr(self, 'conn', None) # h11: the request is in once the client's side is done
             if conn is not None and getattr(conn.their_state, '__name__', '') in ('DONE', 'MUST_CLOSE'): self._disarm()
         def on_response_complete(self): super().on_response_complete(); self._arm()
+        def pause_writing(self): # the client stopped reading a reply: it has `seconds` to start again
+            super().pause_writing(); self._qmd_stall = self.loop.call_later(seconds, self._stalled)
+        def resume_writing(self):
+            if getattr(self, '_qmd_stall', None) is not None: self._qmd_stall.cancel(); self._qmd_stall = None
+            super().resume_writing()
+        def _stalled(self):
+            self._qmd_stall = None
+            if not self.transport.is_closing(): self.transport.abort() # close() would wait to send what it will never read
     return Timed
 
 def _exit_within(seconds:float):
