@@ -6,13 +6,14 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/server.html.md"""
 
 # %% ../../nbs/serve/23_server.ipynb #4fceb0d4
 from __future__ import annotations
-import faulthandler, json, logging, os, socket, sys, threading, time
+import faulthandler, json, logging, math, os, socket, sys, threading, time
 from pathlib import Path
 from ..engine.errors import QmdError
 
 # %% auto #0
 __all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'check_port', 'check_tls', 'http_server', 'client_deadline', 'public_base',
-           'http_security', 'warm_in_background', 'profiles_ready', 'start_watching', 'serve', 'qmd_exe', 'mcp_config']
+           'http_security', 'warm_in_background', 'profiles_ready', 'Sparse', 'start_watching', 'serve', 'qmd_exe',
+           'mcp_config']
 
 # %% ../../nbs/serve/23_server.ipynb #83629449
 DEFAULT_PORT = 18765
@@ -150,6 +151,14 @@ def profiles_ready(engine, tools) -> list[str]:
     return names
 
 # %% ../../nbs/serve/23_server.ipynb #1a904a33
+class Sparse(logging.Filter):
+    "A logger's filter letting each message (by its template) through once per `every` seconds: a client asking again and again cannot flood the owner's terminal."
+    def __init__(self, every:float=60): super().__init__(); self.every, self.last = every, {}
+    def filter(self, rec:logging.LogRecord) -> bool:
+        now, key = time.monotonic(), (rec.name, rec.msg)
+        if now - self.last.get(key, -math.inf) < self.every: return False
+        self.last[key] = now; return True
+
 def start_watching(engine):
     "Keep the engine's index fresh from file-system events; its MCP servers tell their clients of each change."
     from qmd_nb.engine.watch import Watcher
@@ -190,6 +199,7 @@ def serve(engine, # the engine to serve
     if transport not in TRANSPORTS: raise QmdError(f"Unknown transport {transport!r}: choose from {', '.join(TRANSPORTS)}")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format='qmd-nb: %(levelname)s %(name)s: %(message)s')
     for h in logging.getLogger().handlers: h.setLevel(logging.WARNING) # libraries that set their own loggers to DEBUG (bm25s does) stay quiet
+    logging.getLogger('mcp.server.streamable_http_manager').addFilter(Sparse()) # a client refused a session again and again: one line a minute
     os.umask(0o077) # what the server writes (index, ingested copies, vectors) is its owner's alone
     tools = profiles_ready(engine, tools)
     if transport == 'mcp':
