@@ -49,10 +49,11 @@ def _stats_data(s) -> dict:
 
 def _print_stats(stats, fmt:str='cli'):
     if fmt == 'json': return _json([_stats_data(s) for s in stats])
+    from qmd_nb.engine.format import visible
     for s in stats:
         if s.error: print(f"{s.collection}: not updated: {s.error}", file=sys.stderr); continue
         print(_stats_line(s))
-        for p, r in list(s.problems.items())[:20]: print(f"  skipped {p}: {r}", file=sys.stderr)
+        for p, r in list(s.problems.items())[:20]: print(f"  skipped {visible(p, False)}: {visible(r, False)}", file=sys.stderr) # a file name may hold escape sequences
         if len(s.problems) > 20: print(f"  ... and {len(s.problems) - 20} more (see 'qmd-nb status')", file=sys.stderr)
 
 def cmd_collection(a):

@@ -15,8 +15,8 @@ from pathlib import Path
 from .errors import UsageError
 
 # %% auto #0
-__all__ = ['MAX_GLOB', 'MAX_ALTERNATIVES', 'Glob', 'glob_re', 'Masks', 'masks_re', 'mask_match', 'hidden', 'discover', 'Listing',
-           'listing']
+__all__ = ['MAX_GLOB', 'MAX_ALTERNATIVES', 'Glob', 'glob_re', 'Masks', 'masks_re', 'mask_match', 'hidden', 'not_utf8',
+           'shown_name', 'discover', 'Listing', 'listing']
 
 # %% ../../nbs/engine/04b_discover.ipynb #e6cdbd5a
 MAX_GLOB, MAX_ALTERNATIVES = 1000, 64 # characters in a glob; patterns its {a,b} braces may expand to
@@ -143,9 +143,19 @@ def _open_folder(folder:str) -> tuple[int|None, list]:
         with os.scandir(fd) as it: return fd, sorted(it, key=_name) # each entry's stat() is then fstatat(fd, name)
     except BaseException: os.close(fd); raise
 
+def not_utf8(name:str) -> bool:
+    "Whether a name from the file system holds bytes that are not UTF-8 (Python gives them as lone surrogates)."
+    try: name.encode('utf-8'); return False
+    except UnicodeEncodeError: return True
+
+def shown_name(name:str) -> str:
+    "A file system name as text: bytes that are not UTF-8 as `\\xff` escapes."
+    return name.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')
+
 def discover(root:str|Path, # collection folder
              masks:list[str], # masks a relative path must match
-             left_out:dict|None=None # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files
+             left_out:dict|None=None, # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files
+             bad_names:list|None=None # if given, gets the (escaped) relative paths of files and folders whose names are not UTF-8, which are left out
             ):
     "Yield (relative path, path to read, stat) of every file of the collection (a link inside it: its target)."
     real_root, m = os.path.realpath(root), masks_re(tuple(masks))
@@ -157,14 +167,17 @@ def discover(root:str|Path, # collection folder
         try: fd, entries = _open_folder(folder)
         except OSError: continue
         pre = folder if folder.endswith(os.sep) else folder + os.sep
-        try: yield from _files(entries, pre, real, rel, left_out, match, nm, inside, seen, stack)
+        try: yield from _files(entries, pre, real, rel, left_out, match, nm, inside, seen, stack, bad_names)
         finally:
             if fd is not None: os.close(fd)
 
-def _files(entries, pre, real, rel, left_out, match, nm, inside, seen, stack):
+def _files(entries, pre, real, rel, left_out, match, nm, inside, seen, stack, bad_names=None):
     "`discover`'s loop over one folder's entries: its files yielded, its folders pushed on `stack`."
     for e in entries:
         name = e.name
+        if not name.isascii() and not_utf8(name): # bytes no text can hold: the catalog could not store the name
+            if bad_names is not None: bad_names.append(shown_name(rel + name))
+            continue
         try:
             if name[0] != '.' and name != 'node_modules' and e.is_file(follow_symlinks=False): # a plain file (from the folder's listing): the common case, kept short
                 r = rel + name
@@ -198,11 +211,12 @@ class Listing:
 
 def listing(root:str|Path, # collection folder
             masks:list[str], # masks a relative path must match
-            left_out:dict|None=None # as `discover`
+            left_out:dict|None=None, # as `discover`
+            bad_names:list|None=None # as `discover`
            ) -> Listing:
     "The collection's files (as `discover` yields them) as a `Listing`."
     keys, fulls, stats, sig = [], [], [], []
-    for r, full, st in discover(root, masks, left_out):
+    for r, full, st in discover(root, masks, left_out, bad_names):
         keys.append(r); fulls.append(full); stats.append(st); sig += (st.st_size, st.st_mtime_ns, st.st_ino)
     try: packed = array('q', sig).tobytes()
     except OverflowError: packed = None # e.g. an inode number past 2**63: compared file by file instead

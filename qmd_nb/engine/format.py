@@ -14,13 +14,22 @@ if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult # annotations o
 from .documents import Document, Skipped, MultiGet, Status
 
 # %% auto #0
-__all__ = ['RESULT_FORMATS', 'TRUNC', 'REST_TRUNC', 'plural', 'log_json', 'search_summary', 'status_text', 'similar_line',
-           'quoteattr', 'format_results', 'explain_text', 'doc_text', 'format_multi', 'human_bytes', 'status_cli']
+__all__ = ['RESULT_FORMATS', 'TRUNC', 'REST_TRUNC', 'plural', 'visible', 'log_json', 'search_summary', 'status_text',
+           'similar_line', 'quoteattr', 'format_results', 'explain_text', 'doc_text', 'format_multi', 'human_bytes',
+           'status_cli']
 
 # %% ../../nbs/engine/08_format.ipynb #dd807bb0
 def plural(n:int, word:str) -> str:
     "`n` and the word, with an `s` unless `n` is 1 (every count qmd-nb writes in prose goes through here)."
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+_CONTROL, _CONTROL_ALL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]'), re.compile('[\x00-\x1f\x7f-\x9f]')
+
+def visible(s:str, # text from a document, a file name or a client
+            lines:bool=True # keep newlines and tabs (False: a name, one line whatever it holds)
+           ) -> str:
+    "Text for a terminal: control characters (escape sequences, BEL, C1: a title could set the clipboard) as `\\xNN`."
+    return (_CONTROL if lines else _CONTROL_ALL).sub(lambda m: f'\\x{ord(m[0]):02x}', s or '')
 
 def log_json(x) -> str:
     "`x` as JSON for a log line the owner reads in a terminal: non-ASCII text as it is, but no control character (C0, DEL, C1) raw."
@@ -54,10 +63,10 @@ def _cli(results, query):
     if not results: return f'No results found for "{query}"'
     out = []
     for r in results:
-        out.append(f'{r.file}:{r.line}{f" (page {r.page})" if r.page else ""} {r.docid} {r.score:.2f}  {r.title}')
-        if r.context: out.append(f'  context: {r.context}'.replace('\n\n', ' / '))
-        if sim := similar_line(r): out.append('  ' + sim)
-        out += ['  ' + l for l in r.snippet.split('\n')] + ['']
+        out.append(f'{visible(r.file, False)}:{r.line}{f" (page {r.page})" if r.page else ""} {r.docid} {r.score:.2f}  {visible(r.title, False)}')
+        if r.context: out.append(f'  context: {visible(r.context)}'.replace('\n\n', ' / '))
+        if sim := similar_line(r): out.append('  ' + visible(sim, False))
+        out += ['  ' + visible(l) for l in r.snippet.split('\n')] + ['']
     return '\n'.join(out).rstrip('\n')
 
 def _csv(results):
@@ -86,7 +95,7 @@ def format_results(results:list[SearchResult], query:str, fmt:str='cli') -> str:
     if fmt == 'csv': return _csv(results)
     if fmt == 'md': return _md(results, query)
     if fmt == 'xml': return _xml(results, query)
-    if fmt == 'files': return '\n'.join(r.file for r in results)
+    if fmt == 'files': return '\n'.join(visible(r.file, False) for r in results) # one line per file, whatever its name holds
     raise ValueError(f"Unknown format {fmt!r}: choose from {', '.join(RESULT_FORMATS)}")
 
 # %% ../../nbs/engine/08_format.ipynb #38f12538
@@ -152,7 +161,7 @@ def status_cli(s:Status) -> str:
     for c in s.collections:
         out.append(f'  {c.name}: {c.path} [{c.pattern}] {c.documents} docs, updated {c.last_updated or "never"}')
     if s.failures:
-        out += ['', f'Failed ({len(s.failures)}): not indexed, the rest of each run went on'] + [f'  {f.file}: {f.reason}' for f in s.failures[:50]]
+        out += ['', f'Failed ({len(s.failures)}): not indexed, the rest of each run went on'] + [f'  {visible(f.file, False)}: {visible(f.reason, False)}' for f in s.failures[:50]]
         if len(s.failures) > 50: out.append(f'  ... and {len(s.failures) - 50} more')
     if s.hint: out += ['', s.hint]
     return '\n'.join(out)

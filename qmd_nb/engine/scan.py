@@ -20,9 +20,9 @@ from .discover import Listing
 from .errors import DiskFull
 
 # %% auto #0
-__all__ = ['RACY_NS', 'SNAPSHOT', 'doc_meta', 'prepare_doc', 'read_inside', 'UpdateStats', 'stat_unchanged', 'racy', 'Snapshot',
-           'load_snapshots', 'save_snapshots', 'snapshot_of', 'snapshot_known', 'unchanged_since', 'narrow',
-           'snapshot_after']
+__all__ = ['MAX_FILE_BYTES', 'RACY_NS', 'SNAPSHOT', 'doc_meta', 'prepare_doc', 'read_inside', 'UpdateStats', 'stat_unchanged',
+           'racy', 'Snapshot', 'load_snapshots', 'save_snapshots', 'snapshot_of', 'snapshot_known', 'unchanged_since',
+           'narrow', 'snapshot_after']
 
 # %% ../../nbs/engine/04c_scan.ipynb #eba5d426
 def doc_meta(meta:dict, # what the file says (converted metadata)
@@ -47,8 +47,11 @@ def prepare_doc(collection:str, path:str, text:str, hash:str, an:Analyzer, size=
     return NewDoc(collection, path, hash, title, text, doc_stream(an, text, start, fm), start, size, mtime, fm)
 
 # %% ../../nbs/engine/04c_scan.ipynb #aeb7e558
+MAX_FILE_BYTES = 100 << 20 # a file to index: indexing costs ~20x its size in memory, and a sparse file's size costs no disk
+
 def read_inside(path:str, # the file to read (a link inside the collection: its target, as `discover` gives it)
-                root:str # the collection folder's real path
+                root:str, # the collection folder's real path
+                limit:int=MAX_FILE_BYTES # larger files are refused (checked before reading, and while reading: a file may grow)
                ) -> tuple[bytes, os.stat_result]:
     "(bytes, stat) of a regular file still inside `root` once opened; OSError naming the problem otherwise."
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, 'O_CLOEXEC', 0)) # a link now: ELOOP; a FIFO: no wait
@@ -59,7 +62,10 @@ def read_inside(path:str, # the file to read (a link inside the collection: its 
         real = os.readlink(proc) if os.path.exists(proc) else os.path.realpath(path) # what was opened, folders included
         if real.endswith(' (deleted)') and os.fstat(fd).st_nlink == 0: raise OSError(errno.ESTALE, f'it was replaced after it was opened: {gone}')
         if not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)): raise OSError(errno.EXDEV, f'it now leads outside the collection: {gone}')
-        return f.read(), st
+        big = lambda n: OSError(errno.EFBIG, f'too large to index ({n / 2**20:.0f} MB; the limit is {limit / 2**20:.0f} MB)')
+        if st.st_size > limit: raise big(st.st_size)
+        if len(data := f.read(limit + 1)) > limit: raise big(len(data)) # it grew while read
+        return data, st
 
 # %% ../../nbs/engine/04c_scan.ipynb #ad2bd409
 @dataclass

@@ -12,18 +12,25 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 
 # %% auto #0
-__all__ = ['STOP_WORDS', 'GAP', 'split_front_matter', 'norm_meta', 'doc_title', 'fold', 'raw_tokens', 'Analyzer', 'ParsedQuery',
-           'parse_query']
+__all__ = ['FRONT_MATTER_VALUES', 'STOP_WORDS', 'GAP', 'split_front_matter', 'norm_meta', 'doc_title', 'fold', 'raw_tokens',
+           'Analyzer', 'ParsedQuery', 'parse_query']
 
 # %% ../../nbs/engine/01_text.ipynb #40a7b8c5
 _FM_END = re.compile(r'^(---|\.\.\.)\s*$', re.M)
 
-def _jsonable(v):
-    "Dates and nested values as JSON-friendly values."
+FRONT_MATTER_VALUES = 10_000 # values a front matter may hold once its YAML aliases are followed (554 bytes can stand for 10^9)
+
+def _jsonable(v, left:list, # [values still allowed]: shared by the whole front matter
+              inside:frozenset=frozenset()): # ids of the containers `v` is inside (an alias of one of them is a cycle)
+    "Dates and nested values as JSON-friendly values; ValueError for a cycle or more than `FRONT_MATTER_VALUES` values."
+    left[0] -= 1
+    if left[0] < 0: raise ValueError(f"more than {FRONT_MATTER_VALUES} values once its aliases are followed")
     if isinstance(v, (_dt.date, _dt.datetime)): return v.isoformat()
-    if isinstance(v, dict): return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, set)): return [_jsonable(x) for x in v]
-    return v
+    if not isinstance(v, (dict, list, tuple, set)): return v
+    if id(v) in inside: raise ValueError("a YAML alias inside its own anchor")
+    inside = inside | {id(v)}
+    if isinstance(v, dict): return {str(k): _jsonable(x, left, inside) for k, x in v.items()}
+    return [_jsonable(x, left, inside) for x in v]
 
 def split_front_matter(text:str # the whole file
                       ) -> tuple[dict, int]:
@@ -37,7 +44,8 @@ def split_front_matter(text:str # the whole file
     try: meta = yaml.load(text[first_nl+1:m.start()], Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))
     except yaml.YAMLError: return {}, 0
     if not isinstance(meta, dict): return {}, 0
-    return _jsonable({str(k): v for k, v in meta.items()}), text.count('\n', 0, m.end()) + 1
+    try: return _jsonable({str(k): v for k, v in meta.items()}, [FRONT_MATTER_VALUES]), text.count('\n', 0, m.end()) + 1
+    except (ValueError, RecursionError): return {}, 0 # a bomb or a cycle: read as text, like YAML that does not parse
 
 # %% ../../nbs/engine/01_text.ipynb #027b4f88
 def norm_meta(meta:dict) -> dict:
