@@ -6,16 +6,17 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/convert.html.md"""
 
 # %% ../../nbs/engine/02a_convert.ipynb #9bc6d414
 from __future__ import annotations
-import bisect, datetime as _dt, html, io, os, re, struct, zipfile, zlib
+import bisect, datetime as _dt, html, io, os, re, struct, time, zipfile, zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from .errors import QmdError
 
 # %% auto #0
-__all__ = ['FORMATS', 'KINDS', 'CONVERTED', 'CONVERTIBLE', 'CONTENT_TYPES', 'DEFAULT_MASK', 'CONVERTER_VERSION',
-           'ConversionError', 'kind_of', 'decode_text', 'Converted', 'page_of', 'iso_date', 'utc_iso',
-           'pdf_to_markdown', 'docx_to_markdown', 'html_charset', 'html_to_markdown', 'convert_bytes', 'convert_file',
-           'Converter', 'convert_many']
+__all__ = ['FORMATS', 'KINDS', 'CONVERTED', 'CONVERTIBLE', 'CONTENT_TYPES', 'DEFAULT_MASK', 'CONVERTER_VERSION', 'PDF_MAX_PAGES',
+           'PDF_MAX_SECONDS', 'DOCX_MAX_EXPANDED', 'DOCX_MAX_ENTRIES', 'HTML_MAX_DEPTH', 'HTML_MAX_GROWTH',
+           'HTML_MIN_OUTPUT', 'ConversionError', 'kind_of', 'decode_text', 'Converted', 'page_of', 'iso_date',
+           'utc_iso', 'pdf_to_markdown', 'docx_to_markdown', 'html_charset', 'html_to_markdown', 'convert_bytes',
+           'convert_file', 'Converter', 'convert_many']
 
 # %% ../../nbs/engine/02a_convert.ipynb #63474089
 FORMATS = dict( # kind -> (extensions, MIME types, converter name: a function of this module taking (data, charset), None: text)
@@ -85,6 +86,8 @@ def utc_iso(v, # a datetime, date, ISO string or POSIX timestamp
 # %% ../../nbs/engine/02a_convert.ipynb #c9766b68
 _PDF_ERRORS = (ValueError, KeyError, IndexError, TypeError, AttributeError, AssertionError, RecursionError,
                OSError, zlib.error, struct.error, UnicodeError)
+PDF_MAX_PAGES = 5000 # pages read from one PDF: a 2 KB page tree that shares its nodes lists 32,768 (a real book has hundreds)
+PDF_MAX_SECONDS = 120.0 # seconds of text extraction for one PDF: pypdf parses a shared content stream again for every page (89 ms a page, 49 min for that 2 KB file)
 
 def _pdf_info(r) -> dict:
     "Title, author, subject, keywords and dates from a PdfReader's document information."
@@ -107,7 +110,19 @@ def _clean_lines(t:str) -> list[str]:
     t = re.sub(r'[\x00-\x08\x0b\x0c\x0e-\x1f]', '', t.replace('\r\n', '\n').replace('\r', '\n'))
     return [l.rstrip() for l in t.strip('\n').split('\n')] if t.strip() else []
 
-def pdf_to_markdown(data:bytes, charset:str|None=None # unused: every converter takes it (see `FORMATS`)
+def _pdf_pages(r, max_pages:int, max_seconds:float) -> list[list[str]]:
+    "The cleaned lines of each page of a PdfReader, or ConversionError past the budget of pages or seconds."
+    if (n := len(r.pages)) > max_pages: raise ConversionError(f"PDF has {n} pages (limit {max_pages})")
+    out, end = [], time.monotonic() + max_seconds
+    for p in r.pages:
+        if time.monotonic() > end:
+            raise ConversionError(f"PDF text extraction took over {max_seconds:g} s (limit {max_seconds:g} s; {len(out)} of {n} pages read)")
+        out.append(_clean_lines(p.extract_text() or ''))
+    return out
+
+def pdf_to_markdown(data:bytes, charset:str|None=None, # unused: every converter takes it (see `FORMATS`)
+                    max_pages:int=PDF_MAX_PAGES, # more pages than this: refused
+                    max_seconds:float=PDF_MAX_SECONDS # extraction still running after this: refused
                    ) -> Converted:
     "A PDF's text layer, page by page, with `pages` and `page_lines`."
     from pypdf import PdfReader
@@ -115,7 +130,7 @@ def pdf_to_markdown(data:bytes, charset:str|None=None # unused: every converter 
     try:
         r = PdfReader(io.BytesIO(data))
         if r.is_encrypted and not r.decrypt(''): raise ConversionError("encrypted PDF (a password is needed)")
-        pages = [_clean_lines(p.extract_text() or '') for p in r.pages]
+        pages = _pdf_pages(r, max_pages, max_seconds)
     except (PyPdfError, *_PDF_ERRORS) as e: raise ConversionError(f"unreadable PDF: {type(e).__name__}: {e}") from None
     if not any(l.strip() for p in pages for l in p):
         raise ConversionError(f"no extractable text (scanned PDF? {len(pages)} page(s) without a text layer; it needs OCR)")
@@ -126,11 +141,34 @@ def pdf_to_markdown(data:bytes, charset:str|None=None # unused: every converter 
     return Converted('\n'.join(lines), {**_pdf_info(r), 'pages': len(pages), 'page_lines': firsts, 'file_type': 'pdf'}, 'pdf')
 
 # %% ../../nbs/engine/02a_convert.ipynb #f42c1377
-def _docx_para(p) -> tuple[str, str]:
-    "(markdown line, block kind) of a python-docx paragraph."
+DOCX_MAX_EXPANDED = 64 << 20 # bytes a Word file's zip entries may expand to: parsing XML takes about 20 times its size (100 MB: 2.2 GB), and 300 KB of zip can hold 100 MB
+DOCX_MAX_ENTRIES = 10_000 # entries in a Word file's zip: a document has tens, a few thousand with very many pictures
+
+def _mb(n:int) -> int:
+    "`n` bytes in MB, rounded up (so that a size over a limit never reads as the limit)."
+    return -(-n // 2**20)
+
+def _docx_check_zip(data:bytes, max_expanded:int, max_entries:int):
+    "ConversionError for a Word file whose zip holds too many entries or expands past `max_expanded` bytes, before any is read."
+    infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    if len(infos) > max_entries: raise ConversionError(f"Word document has {len(infos)} zip entries (limit {max_entries})")
+    if (n := sum(i.file_size for i in infos)) > max_expanded: # zipfile never reads past a member's declared size
+        raise ConversionError(f"Word document expands to {_mb(n)} MB (limit {_mb(max_expanded)} MB)")
+
+def _docx_styles(d) -> tuple[dict, str]:
+    "(style id -> paragraph style name, or None for another type of style; the default paragraph style's name), read once per document."
+    from docx.enum.style import WD_STYLE_TYPE
+    names = {}
+    for s in d.styles: names.setdefault(s.style_id, (s.name or '') if s.type == WD_STYLE_TYPE.PARAGRAPH else None) # the first of an id wins, as in python-docx
+    default = d.styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    return names, (default.name or '') if default is not None else ''
+
+def _docx_para(p, styles:dict, default:str) -> tuple[str, str]:
+    "(markdown line, block kind) of a python-docx paragraph; `styles` and `default` as `_docx_styles` gives them."
     t = ' '.join(p.text.split())
     if not t: return '', 'empty'
-    s = (p.style.name if p.style is not None else '') or ''
+    s = styles.get(p._p.style) # the paragraph's style id; `p.style` would scan every style for a paragraph without one
+    if s is None: s = default # no style, an unknown one or one that is not a paragraph style: the default, as python-docx does
     if s == 'Title': return f'# {t}', 'heading'
     if (m := re.match(r'Heading (\d)', s)): return '#' * min(int(m.group(1)) + 1, 6) + f' {t}', 'heading' # below the Title's #
     if s.startswith('List Bullet'): return f'- {t}', 'list'
@@ -155,15 +193,19 @@ def _docx_meta(d) -> dict:
         if v := iso_date(getattr(cp, attr, None)): out[k] = v
     return out
 
-def docx_to_markdown(data:bytes, charset:str|None=None # unused: every converter takes it (see `FORMATS`)
+def docx_to_markdown(data:bytes, charset:str|None=None, # unused: every converter takes it (see `FORMATS`)
+                     max_expanded:int=DOCX_MAX_EXPANDED, # bytes the zip's entries may expand to
+                     max_entries:int=DOCX_MAX_ENTRIES # entries the zip may hold
                     ) -> Converted:
     "A Word document's paragraphs and tables as markdown, with its core properties."
     import docx
     from docx.opc.exceptions import PackageNotFoundError
     from docx.table import Table
     try:
+        _docx_check_zip(data, max_expanded, max_entries)
         d = docx.Document(io.BytesIO(data))
-        blocks = [(_docx_table(b), 'table') if isinstance(b, Table) else _docx_para(b) for b in d.iter_inner_content()]
+        styles, default = _docx_styles(d)
+        blocks = [(_docx_table(b), 'table') if isinstance(b, Table) else _docx_para(b, styles, default) for b in d.iter_inner_content()]
         meta = _docx_meta(d)
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, SyntaxError, AttributeError) as e:
         raise ConversionError(f"unreadable Word document: {type(e).__name__}: {e}") from None
@@ -179,6 +221,10 @@ def docx_to_markdown(data:bytes, charset:str|None=None # unused: every converter
 _META_RE = re.compile(r'<meta\b([^>]*)>', re.I)
 _ATTR_RE = re.compile(r'''([\w:.-]+)\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)''')
 _TITLE_RE = re.compile(r'<title[^>]*>(.*?)</title\s*>', re.I | re.S)
+HTML_MAX_DEPTH = 64 # lists and quotes nested in one another: html2text indents each line by its depth, quadratic in it (2*10^4 levels: 91 s)
+HTML_MAX_GROWTH = 8 # markdown at most this many times the page's characters (tags go, so it is usually smaller; 200 KB of nested quotes gave 200 MB)
+HTML_MIN_OUTPUT = 1 << 16 # characters of markdown any page may give, however small
+_NEST_RE = re.compile(r'<(/?)(?:ul|ol|dl|blockquote)\b', re.I)
 _HTML_META = {'author': 'author', 'article:author': 'author', 'dc.creator': 'author', 'description': 'description',
               'keywords': 'keywords', 'article:published_time': 'created', 'date': 'created', 'dc.date': 'created',
               'dcterms.created': 'created', 'article:modified_time': 'modified', 'last-modified': 'modified',
@@ -203,12 +249,34 @@ def _html_meta(page:str) -> dict:
     if (m := _TITLE_RE.search(head)) and (t := ' '.join(html.unescape(m.group(1)).split())): out['title'] = t
     return {k: v for k, v in out.items() if v}
 
-def html_to_markdown(data:bytes, charset:str|None=None # charset the server declared
+def _html_depth(page:str) -> int:
+    "The deepest nesting of lists and quotes in a page, counted from its tags in one pass (unclosed ones stay open)."
+    depth = top = 0
+    for m in _NEST_RE.finditer(page):
+        depth = max(0, depth - 1) if m.group(1) else depth + 1
+        top = max(top, depth)
+    return top
+
+def _capped_out(h, limit:int, growth:int):
+    "An html2text output function that stops the conversion with ConversionError once the markdown passes `limit` characters."
+    n = 0
+    def out(s:str):
+        nonlocal n
+        n += len(s)
+        if n > limit: raise ConversionError(f"HTML converts to over {limit} characters of markdown (limit {growth} times the page's size)")
+        h.outtextf(s)
+    return out
+
+def html_to_markdown(data:bytes, charset:str|None=None, # charset the server declared
+                     max_depth:int=HTML_MAX_DEPTH, # lists and quotes nested deeper: refused
+                     max_growth:int=HTML_MAX_GROWTH # markdown longer than this many times the page: refused
                     ) -> Converted:
     "An HTML page as markdown, with its title, author and dates."
     import html2text
     page = html_charset(data, charset)
+    if (depth := _html_depth(page)) > max_depth: raise ConversionError(f"HTML nests lists or quotes {depth} levels deep (limit {max_depth})")
     h = html2text.HTML2Text(); h.body_width, h.ignore_images, h.unicode_snob, h.single_line_break = 0, True, True, False
+    h.out = _capped_out(h, max(len(page) * max_growth, HTML_MIN_OUTPUT), max_growth)
     try: md = h.handle(page)
     except (AssertionError, ValueError, IndexError) as e: raise ConversionError(f"unreadable HTML: {e}") from None
     md = re.sub(r'\n{3,}', '\n\n', '\n'.join(l.rstrip() for l in md.replace('\r', '').split('\n'))).strip('\n')

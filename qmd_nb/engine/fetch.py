@@ -125,7 +125,27 @@ def _request(conn, url:str):
     conn.request('GET', quote(u.path or '/', safe=safe) + (f"?{quote(u.query, safe=safe + '?')}" if u.query else ''), headers=hdrs)
     return conn.getresponse()
 
+_IDENTITY = ('', 'identity') # the Content-Encoding values of a body as sent: `_request` asks for nothing else
+_PDF_MAGIC = b'%PDF-' # how a PDF starts, whatever the Content-Type says
+_SNIFFED = ('html', 'txt', 'md') # text kinds whose body is checked for that start
+
+def _check_encoding(r, url:str):
+    "FetchError for a response encoded otherwise than as `identity` (its bytes are not the document)."
+    enc = (r.headers.get('content-encoding') or '').strip().lower()
+    if enc not in _IDENTITY: raise FetchError(f"{url} came with Content-Encoding {enc!r}, but qmd-nb asked for 'identity' (the body as it is)")
+
+def _check_length(r, body:bytes, url:str):
+    "FetchError for a body shorter than the Content-Length the server declared (the connection closed early)."
+    n = (r.headers.get('content-length') or '').strip()
+    if not getattr(r, 'chunked', False) and n.isdigit() and len(body) < int(n):
+        raise FetchError(f"{url} was cut short: the server sent {len(body)} of {int(n)} bytes")
+
+def _sniff_kind(kind:str, body:bytes) -> str:
+    "'pdf' for a text kind whose body is a PDF, else `kind`."
+    return 'pdf' if kind in _SNIFFED and body[:1024].lstrip().startswith(_PDF_MAGIC) else kind
+
 def _read_body(r, url, max_bytes) -> bytes:
+    "The body, read up to `max_bytes` (FetchError past it)."
     n = r.headers.get('content-length')
     if n and n.isdigit() and int(n) > max_bytes: raise FetchError(f"{url} is too large ({int(n)} bytes; the limit is {max_bytes})")
     buf = bytearray()
@@ -151,8 +171,11 @@ def fetch_url(url:str, max_bytes:int=50 * 2**20, # largest body accepted
                 cur = _check_http(urljoin(cur, r.getheader('location').strip())); continue
             if r.status >= 400: raise FetchError(f"HTTP {r.status} {r.reason} from {clean_url(cur)}")
             kind, cs = _kind_of_response(r, clean_url(cur))
+            _check_encoding(r, clean_url(cur))
             body = _read_body(r, clean_url(cur), max_bytes)
             if conn.qmd_dog.fired: raise TimeoutError # a body without a length, cut short by the deadline: not the page
+            _check_length(r, body, clean_url(cur))
+            if (sniffed := _sniff_kind(kind, body)) != kind: kind, cs = sniffed, None # a PDF served as text: its charset means nothing
             return Fetched(shown, clean_url(cur), body, kind, cs)
         except (OSError, http.client.HTTPException, ValueError) as e:
             if conn.qmd_dog.fired or time.monotonic() >= deadline: raise FetchError(f"{shown} timed out (limit {timeout:g} s)") from None
