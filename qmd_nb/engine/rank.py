@@ -13,10 +13,10 @@ from .keyword import KeywordIndex, BM25Params
 from .segment import EMPTY
 
 # %% auto #0
-__all__ = ['MAX_TERMS', 'BANDS', 'RUN_PAIRS', 'QUOTED', 'ALIAS', 'ALIAS_HEAD', 'QueryTerms', 'query_terms', 'Occurrences',
-           'occurrences', 'exactness', 'nearness', 'phrase_match', 'proximity_bonus', 'overview_targets', 'jaccard',
-           'similar_pairs', 'group_by_pairs', 'family_pairs', 'copy_pairs', 'duplicate_groups', 'title_holders',
-           'mentions', 'quoted_names', 'title_quoters', 'main_first', 'declared_alias', 'fold_aliases']
+__all__ = ['MAX_TERMS', 'MAX_POSITIONS', 'BANDS', 'RUN_PAIRS', 'QUOTED', 'ALIAS', 'ALIAS_HEAD', 'QueryTerms', 'query_terms',
+           'Occurrences', 'occurrences', 'exactness', 'nearness', 'phrase_match', 'proximity_bonus', 'overview_targets',
+           'jaccard', 'similar_pairs', 'group_by_pairs', 'family_pairs', 'copy_pairs', 'duplicate_groups',
+           'title_holders', 'mentions', 'quoted_names', 'title_quoters', 'main_first', 'declared_alias', 'fold_aliases']
 
 # %% ../../nbs/engine/04a_rank.ipynb #93f8a3d8
 MAX_TERMS = 64 # query words that take part in position matching
@@ -64,11 +64,13 @@ def occurrences(ki:KeywordIndex, g:np.ndarray, # candidate document slots
     return Occurrences(np.concatenate([r[0][0] for r in rows]), np.repeat(np.array([i for _, i in rows], np.int64), [len(r[0][0]) for r in rows]),
                        np.concatenate([r[0][1] for r in rows]))
 
+MAX_POSITIONS = 4096 # positions of one word in one document read for phrases and proximity (its first ones): a page of one word 10^7 times cost 2 GB a query
+
 def _positions(s, pis:list, cands:list) -> list[tuple[np.ndarray, np.ndarray]]:
-    "(candidate, position) rows of several lists of postings of one segment (`s`), read in one gather."
+    "(candidate, position) rows of several lists of postings of one segment (`s`), read in one gather; at most `MAX_POSITIONS` of each."
     pi = np.concatenate(pis)
     a, b = np.asarray(s.pptr[pi]), np.asarray(s.pptr[pi + 1])
-    lens = b - a
+    lens = np.minimum(b - a, MAX_POSITIONS)
     ends = np.cumsum(lens)
     flat = np.repeat(a - (ends - lens), lens) + np.arange(ends[-1] if len(ends) else 0)
     pos, cand = np.asarray(s.pos[flat], np.int64), np.repeat(np.concatenate(cands), lens)
