@@ -21,16 +21,17 @@ _FM_END = re.compile(r'^(---|\.\.\.)\s*$', re.M)
 FRONT_MATTER_VALUES = 10_000 # values a front matter may hold once its YAML aliases are followed (554 bytes can stand for 10^9)
 
 def _jsonable(v, left:list, # [values still allowed]: shared by the whole front matter
-              inside:frozenset=frozenset()): # ids of the containers `v` is inside (an alias of one of them is a cycle)
+              inside:set): # ids of the containers `v` is inside (an alias of one of them is a cycle)
     "Dates and nested values as JSON-friendly values; ValueError for a cycle or more than `FRONT_MATTER_VALUES` values."
     left[0] -= 1
     if left[0] < 0: raise ValueError(f"more than {FRONT_MATTER_VALUES} values once its aliases are followed")
     if isinstance(v, (_dt.date, _dt.datetime)): return v.isoformat()
     if not isinstance(v, (dict, list, tuple, set)): return v
     if id(v) in inside: raise ValueError("a YAML alias inside its own anchor")
-    inside = inside | {id(v)}
-    if isinstance(v, dict): return {str(k): _jsonable(x, left, inside) for k, x in v.items()}
-    return [_jsonable(x, left, inside) for x in v]
+    inside.add(id(v))
+    out = {str(k): _jsonable(x, left, inside) for k, x in v.items()} if isinstance(v, dict) else [_jsonable(x, left, inside) for x in v]
+    inside.discard(id(v)) # a container met again beside this one (an alias used twice) is no cycle
+    return out
 
 def split_front_matter(text:str # the whole file
                       ) -> tuple[dict, int]:
@@ -44,7 +45,7 @@ def split_front_matter(text:str # the whole file
     try: meta = yaml.load(text[first_nl+1:m.start()], Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))
     except yaml.YAMLError: return {}, 0
     if not isinstance(meta, dict): return {}, 0
-    try: return _jsonable({str(k): v for k, v in meta.items()}, [FRONT_MATTER_VALUES]), text.count('\n', 0, m.end()) + 1
+    try: return _jsonable({str(k): v for k, v in meta.items()}, [FRONT_MATTER_VALUES], set()), text.count('\n', 0, m.end()) + 1
     except (ValueError, RecursionError): return {}, 0 # a bomb or a cycle: read as text, like YAML that does not parse
 
 # %% ../../nbs/engine/01_text.ipynb #027b4f88

@@ -194,7 +194,7 @@ class Watcher:
                 if not has_vectors(self.store, emb.fingerprint): self._set(vectors='off'); continue
                 self._set(vectors='embedding'); self._embedding = set(names)
                 embed(self.store, emb, collections=names, progress=False)
-                self._set(vectors='current', vector_seconds=round(time.time() - t, 3)); self._note(names, vector_seconds=self.freshness().vector_seconds)
+                secs = round(time.time() - t, 3); self._set(vectors='current', vector_seconds=secs); self._note(names, vector_seconds=secs)
             except (QmdError, OSError, RuntimeError) as e: self._set(vectors=f"error: {e}")
             except BaseException as e: self._set(vectors=f"error: {type(e).__name__}: {e} (embedding stopped)"); raise # a bug: say so, then fail loudly
             finally: self._embedding = set()

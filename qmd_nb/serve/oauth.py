@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from ..engine.config import check_name
 from ..engine.errors import QmdError, UsageError, Forbidden
 from ..engine.auth import TokenStore, Principal, SCOPES, token_hash
+from ..engine.format import visible
 
 # %% auto #0
 __all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS', 'MAX_TRIES', 'MAX_PENDING', 'MAX_FAILURES',
@@ -38,8 +39,8 @@ def top_scope(scopes) -> str|None:
 def _slug(s:str) -> str: return re.sub(r'[^A-Za-z0-9_.-]+', '-', s or '').strip('-.')[:40] or 'client'
 
 def printable(s:str, n:int=80) -> str:
-    "A client's words as one plain line for the owner's terminal: no control characters (escape sequences), at most `n` characters."
-    return re.sub(r'[\x00-\x1f\x7f-\x9f]', '?', str(s))[:n]
+    "A client's words as one plain line for the owner's terminal: control characters (escape sequences) as `\\xNN`, at most `n` characters."
+    return visible(str(s), False)[:n]
 
 def _loopback_or_https(uri:str) -> bool:
     u = urlsplit(uri)
