@@ -150,6 +150,9 @@ def _mb(n:int) -> int:
 
 def _docx_check_zip(data:bytes, max_expanded:int, max_entries:int):
     "ConversionError for a Word file whose zip holds too many entries or expands past `max_expanded` bytes, before any is read."
+    # zipfile lists every central-directory record, each of which starts with this signature: counting them first is
+    # 50 ms where listing 10^6 entries (86 MB) took 5.7 s and 580 MB
+    if (n := data.count(b'PK\x01\x02')) > max_entries: raise ConversionError(f"Word document has {n} zip entries (limit {max_entries})")
     infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
     if len(infos) > max_entries: raise ConversionError(f"Word document has {len(infos)} zip entries (limit {max_entries})")
     if (n := sum(i.file_size for i in infos)) > max_expanded: # zipfile never reads past a member's declared size
