@@ -40,7 +40,7 @@ def _collection_parsers(sp):
     c = _sub(sp, 'collection', cmd_collection, 'Manage collections (folders that are indexed)')
     cs = c.add_subparsers(dest='action', required=True, metavar='ACTION')
     from qmd_nb.engine.convert import DEFAULT_MASK
-    p = _format_args(cs.add_parser('add', help='Add a folder and index it')); p.add_argument('path')
+    p = _format_args(cs.add_parser('add', help='Add a folder and index it')); p.add_argument('path', nargs='?', default='.', help='the folder (default: the current one)')
     p.add_argument('--name', help="collection name (default: the folder's name)")
     p.add_argument('--mask', default=DEFAULT_MASK, help=f"glob(s), comma-separated (default: {DEFAULT_MASK}, every kind qmd-nb reads)")
     p.add_argument('--force', action='store_true', help='add the folder even when another collection already covers it')
@@ -51,7 +51,8 @@ def _collection_parsers(sp):
     p = cs.add_parser('rename', help='Rename a collection'); p.add_argument('name'); p.add_argument('new_name')
     c = _sub(sp, 'context', cmd_context, 'Describe parts of the index for agents')
     cs = c.add_subparsers(dest='action', required=True, metavar='ACTION')
-    p = cs.add_parser('add', help="PATH is '/', qmd://collection[/folder] or a folder on disk"); p.add_argument('path'); p.add_argument('text')
+    p = cs.add_parser('add', help="PATH is '/', qmd://collection[/folder] or a folder on disk (default: the current folder)")
+    p.add_argument('path', nargs='?', default='.'); p.add_argument('text')
     _format_args(cs.add_parser('list', help='List contexts'))
     cs.add_parser('rm', help='Remove a context').add_argument('path')
 
@@ -96,7 +97,7 @@ def _port(s):
     return v
 
 def _serve_parsers(sp):
-    p = _sub(sp, 'serve', cmd_serve, 'Serve the index: MCP over stdio, REST and MCP (at /mcp) over HTTP, or both in one process')
+    p = _sub(sp, 'serve', cmd_serve, 'Serve the index: MCP over stdio, REST and MCP (at /mcp) over HTTP, or both in one process', aliases=['server']) # the contract's name
     p.add_argument('--transport', choices=('mcp', 'http', 'both'), default='http', help='mcp: stdio; http: REST + MCP Streamable HTTP; both (default: http)')
     p.add_argument('--host', default='127.0.0.1', help='address to listen on (default 127.0.0.1, this machine only)')
     p.add_argument('--port', type=_port, default=18765, help='HTTP port (default 18765)')
@@ -201,7 +202,7 @@ class _Unused:
 class _Only:
     "Subparsers that build one command alone: parsing a command line needs only the one it names (the others cost start-up time)."
     def __init__(self, sp, name): self.sp, self.name = sp, name
-    def add_parser(self, name, **kw): return self.sp.add_parser(name, **kw) if name == self.name else _Unused()
+    def add_parser(self, name, **kw): return self.sp.add_parser(name, **kw) if self.name in (name, *kw.get('aliases', ())) else _Unused()
 
 def _command(argv:list[str]) -> str|None:
     "The command a command line names, when plain to see: the first word after `--index NAME`."

@@ -159,7 +159,8 @@ BAD = [ # (method, path, body, status, words the detail must contain)
     ('post', '/search', {}, 400, 'query: required'), ('post', '/search', {'query': ''}, 400, 'query'),
     ('post', '/search', {'query': 5}, 400, 'query'), ('post', '/search', {'query': 'x', 'limit': 'many'}, 400, 'limit'),
     ('post', '/search', {'query': 'x', 'limit': -3}, 400, 'limit'), ('post', '/search', {'query': 'x', 'limit': 10**9}, 400, 'limit'),
-    ('post', '/search', {'query': 'x', 'min_score': 2}, 400, 'min_score'), ('post', '/search', {'query': 'x', 'collection': 'nope'}, 404, 'nope'),
+    ('post', '/search', {'query': 'x', 'min_score': 2}, 400, 'min_score'), ('post', '/search', {'query': 'x', 'collection': 'nope'}, 400, 'nope'),
+    ('post', '/query', {'query': 'x', 'collection': 'nope'}, 400, 'Collection not found: nope'), # a bad filter: the contract keeps 404 for /get
     ('post', '/search', {'query': 'x', 'limt': 3}, 400, 'limt: unknown parameter'), ('post', '/search', [1, 2], 400, 'object'),
     ('post', '/vsearch', {'query': 'x', 'limit': 0}, 400, 'limit'), ('post', '/query', {'limit': 5}, 400, 'query'),
     ('post', '/query', {'query': 'x', 'searches': [{'type': 'sql', 'query': 'y'}]}, 400, 'searches.0.type'),

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 import contextvars, errno, shutil, time
 
 # %% auto #0
-__all__ = ['QmdError', 'UsageError', 'NotFound', 'Forbidden', 'TooSlow', 'Busy', 'deadline', 'past_deadline', 'time_left',
-           'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'disk_full', 'no_room', 'storage_error']
+__all__ = ['QmdError', 'UsageError', 'NotFound', 'Forbidden', 'validation_detail', 'TooSlow', 'Busy', 'deadline', 'past_deadline',
+           'time_left', 'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'disk_full', 'no_room', 'storage_error']
 
 # %% ../../nbs/engine/00_errors.ipynb #b2bede68
 class QmdError(Exception):
@@ -30,6 +30,23 @@ class NotFound(QmdError):
 class Forbidden(QmdError):
     "A request the caller is not allowed to make (a token without the scope, a path outside the allowed folders)."
     status = 403
+
+# %% ../../nbs/engine/00_errors.ipynb #5e1b0a12
+def _problem(e:dict, where:tuple) -> str:
+    "One pydantic error as `name: what is wrong (got value)`."
+    loc = e['loc'][1:] if e['loc'] and e['loc'][0] in where else e['loc'] # drop where it came from
+    name = '.'.join(map(str, loc)) or 'body'
+    if e['type'] == 'json_invalid': return f"Request body is not valid JSON: {e.get('ctx', {}).get('error', e['msg'])}"
+    if e['type'] == 'missing': return "Request body is required (a JSON object)" if name == 'body' else f"{name}: required parameter is missing"
+    if e['type'] == 'extra_forbidden': return f"{name}: unknown parameter"
+    got = repr(e.get('input'))
+    return f"{name}: {e['msg']} (got {got if len(got) <= 100 else got[:100] + '…'})" # a 1 MB value is not echoed back
+
+def validation_detail(errors:list[dict], # pydantic / FastAPI validation errors
+                      where:tuple=('body', 'query', 'path') # first parts of a location that say where a value came from (FastAPI's), not its name
+                     ) -> str:
+    "One line naming each bad parameter and what is wrong with it."
+    return '; '.join(dict.fromkeys(_problem(e, where) for e in errors))
 
 # %% ../../nbs/engine/00_errors.ipynb #feaa0c83
 class TooSlow(QmdError):

@@ -13,7 +13,7 @@ from itertools import accumulate, compress, count, repeat
 from bisect import bisect_left
 from operator import add, not_
 from dataclasses import dataclass, field, replace
-from .errors import UsageError
+from .errors import UsageError, NotFound
 from .config import contexts_for
 from .text import Analyzer, fold, parse_query
 from .convert import page_of
@@ -111,7 +111,9 @@ def collection_names(store:Store, collection) -> list[str]|None:
         return sorted(n for n in store.allowed if n in store.config.collections) or sorted(store.allowed) # none exists: names that match nothing
     names = collection.split(',') if isinstance(collection, str) else list(collection)
     names = [n.strip() for n in names if isinstance(n, str) and n.strip()]
-    for n in names: get_collection(store, n)
+    for n in names:
+        try: get_collection(store, n)
+        except NotFound as e: raise UsageError(str(e)) from None # a filter naming nothing is bad input (400), not a missing resource
     return names or None
 
 # %% ../../nbs/engine/05d_results.ipynb #bf72783a

@@ -13,7 +13,7 @@ __all__ = ['LOG_LEVELS', 'DEFAULT_LOG_LEVEL', 'to_call_result', 'complete_path',
 import functools, json, time, warnings
 from typing import Annotated, Optional # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 from urllib.parse import unquote
-from ..engine.errors import NotFound, UsageError
+from ..engine.errors import NotFound, UsageError, validation_detail
 from ..engine.format import plural, log_json
 from ..engine.api import Engine, list_documents
 from ..engine.catalog import count, doc_paths
@@ -118,7 +118,7 @@ class ChangeNotifier:
 # %% ../../nbs/serve/21_mcp.ipynb #abd3bfdd
 @functools.cache
 def _server_class():
-    "MCPServer that leaves logging alone, answers unknown prompts with -32602, and whose Streamable HTTP route trims header values (made on first use: the SDK is imported then)."
+    "MCPServer that leaves logging alone, answers unknown prompts and arguments with -32602, names bad tool arguments plainly, and whose Streamable HTTP route trims header values (made on first use: the SDK is imported then)."
     MCPServer = import_sdk().MCPServer
     class QmdMCPServer(MCPServer):
         def __init__(self, *args, **kw):
@@ -136,11 +136,20 @@ def _server_class():
 
         async def get_prompt(self, name, arguments=None, context=None):
             # the SDK raises ValueError, which the 2026-07-28 path answers as an internal error (-32603), logged with a traceback
-            if self._prompt_manager.get_prompt(name) is None:
+            if why := _prompt_refusal(self._prompt_manager.get_prompt(name), name, arguments):
                 from mcp.shared.exceptions import MCPError
                 from mcp_types import INVALID_PARAMS
-                raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}")
+                raise MCPError(code=INVALID_PARAMS, message=why)
             return await super().get_prompt(name, arguments, context)
+
+        async def call_tool(self, name, arguments, context=None):
+            # arguments that fail the tool's schema: one line per parameter (as REST), not pydantic's text with its URL
+            from mcp.server.mcpserver.exceptions import ToolError
+            from pydantic import ValidationError
+            try: return await super().call_tool(name, arguments, context)
+            except ToolError as e:
+                if type(e) is not ToolError or not isinstance(e.__cause__, ValidationError): raise
+                raise ToolError(f"Error executing tool {name}: {validation_detail(e.__cause__.errors(), where=())}") from e.__cause__
 
         def streamable_http_app(self, *, streamable_http_path:str='/mcp', **kw):
             app = super().streamable_http_app(streamable_http_path=streamable_http_path, **kw)
@@ -148,6 +157,12 @@ def _server_class():
                 if getattr(r, 'path', None) == streamable_http_path: r.app = trim_header_values(r.app)
             return app
     return QmdMCPServer
+
+def _prompt_refusal(p, name:str, arguments:dict|None) -> str|None:
+    "Why a `prompts/get` is refused: the prompt is unknown, or takes none of some arguments (None: it is not)."
+    if p is None: return f"Unknown prompt: {name}"
+    takes = [a.name for a in p.arguments or []]
+    if extra := sorted(set(arguments or {}) - set(takes)): return f"Prompt {name} takes {', '.join(takes) or 'no arguments'}, not: {', '.join(extra)}"
 
 def _add_logging(srv):
     "Serve `logging/setLevel`: the level is kept in the SDK connection's per-connection state."

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Literal, Optional, Union # no `from __future__ import annotations`: FastAPI reads the annotations at runtime
 from pydantic import BaseModel, Field
 from fastapi import Depends
-from ..engine.errors import QmdError, UsageError, Forbidden, storage_error
+from ..engine.errors import QmdError, UsageError, Forbidden, storage_error, validation_detail
 from ..engine.auth import Principal, authorize
 from .gate import needs, principal, check_routes, trusted, Gate, McpDoor, RateLimit
 from ..engine.search import search
@@ -25,7 +25,7 @@ from ..engine import index
 from ..engine.api import Engine, run_vsearch, run_query, current_fingerprint, confine_path, watch_freshness, client_reader
 from ..engine.catalog import documents, count
 from .models import CollectionAddRequest, CollectionAdded, CollectionDetail, CollectionRemoved, CollectionRenamed, CollectionsResponse, ContextAddRequest, ContextAdded, ContextRemoved, ContextsResponse, EmbedRequest, EmbedResponse, ErrorResponse, GetRequest, GetResponse, Health, Indexed, MultiGetRequest, MultiGetResponse, QueryRequest, RenameRequest, SearchRequest, SearchResponse, StatusResponse, UpdateRequest, Updated, VSearchRequest, RequestBody
-from .asgi import TooLarge, error_json, validation_detail, default_hosts, default_origins, Guard, Deadline, Stopping, WriteQueue
+from .asgi import TooLarge, error_json, default_hosts, default_origins, Guard, Deadline, Stopping, WriteQueue
 
 # %% ../../nbs/serve/22_rest.ipynb #856ef9cd
 def doc_out(d:Document) -> dict:
