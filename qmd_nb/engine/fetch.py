@@ -13,7 +13,7 @@ from .errors import QmdError, UsageError
 from .convert import CONTENT_TYPES, KINDS
 
 # %% auto #0
-__all__ = ['FetchError', 'Fetched', 'clean_url', 'public_address', 'fetch_url']
+__all__ = ['FetchError', 'Fetched', 'last_modified', 'clean_url', 'public_address', 'fetch_url']
 
 # %% ../../nbs/engine/02b_fetch.ipynb #d0921394
 class FetchError(QmdError):
@@ -28,6 +28,14 @@ class Fetched:
     data: bytes
     kind: str # 'html', 'txt', 'md', 'pdf' or 'docx'
     charset: str|None = None # as the server declared it
+    modified: float|None = None # the page's Last-Modified date (POSIX seconds), when the server sent a valid one in the past
+
+def last_modified(v:str|None) -> float|None:
+    "An HTTP date as POSIX seconds; None when missing, unreadable or in the future."
+    from email.utils import parsedate_to_datetime
+    try: t = parsedate_to_datetime(v).timestamp() if v else None
+    except (TypeError, ValueError, IndexError): return None
+    return t if t is not None and 0 < t <= time.time() else None
 
 def _check_http(url:str) -> str:
     u = urlsplit(url)
@@ -176,7 +184,7 @@ def fetch_url(url:str, max_bytes:int=50 * 2**20, # largest body accepted
             if conn.qmd_dog.fired: raise TimeoutError # a body without a length, cut short by the deadline: not the page
             _check_length(r, body, clean_url(cur))
             if (sniffed := _sniff_kind(kind, body)) != kind: kind, cs = sniffed, None # a PDF served as text: its charset means nothing
-            return Fetched(shown, clean_url(cur), body, kind, cs)
+            return Fetched(shown, clean_url(cur), body, kind, cs, last_modified(r.getheader('last-modified')))
         except (OSError, http.client.HTTPException, ValueError) as e:
             if conn.qmd_dog.fired or time.monotonic() >= deadline: raise FetchError(f"{shown} timed out (limit {timeout:g} s)") from None
             raise FetchError(f"Cannot fetch {clean_url(cur)}: {type(e).__name__}: {e}") from None

@@ -93,6 +93,11 @@ class Source:
     kind: str
     charset: str|None # as a web server declared it
     name: str # the file name it gets in the library
+    modified: float|None = None # the file's mtime or the page's Last-Modified date: its copy in the library keeps it
+
+def _mtime(p:Path) -> float|None:
+    try: return p.stat().st_mtime
+    except OSError: return None
 
 def read_source(source:str, # a file path or an http(s) URL
                 max_bytes:int=200 * 2**20, # largest file or page accepted
@@ -103,19 +108,19 @@ def read_source(source:str, # a file path or an http(s) URL
     if re.match(r'^[A-Za-z][A-Za-z0-9+.-]*://', source):
         f = fetch_url(source, max_bytes, allow_private=allow_private)
         u = urlsplit(f.final_url)
-        return Source(clean_url(source), f.data, f.kind, f.charset, _safe_name(u.path.rstrip('/').rsplit('/', 1)[-1] or u.hostname, f.kind))
+        return Source(clean_url(source), f.data, f.kind, f.charset, _safe_name(u.path.rstrip('/').rsplit('/', 1)[-1] or u.hostname, f.kind), f.modified)
     check_path_text(source, 'source')
     if read is not None: # a client's file: checked again as it is opened, when its turn comes
         real, data = read(source, max_bytes); p = Path(real)
         if (kind := KINDS.get(p.suffix.lower())) is None: raise UsageError(f"Unsupported file type {p.suffix or '(none)'}: {source} (qmd-nb reads {', '.join(KINDS)})")
         if len(data) > max_bytes: raise UsageError(f"{source} is too large (over {max_bytes} bytes)")
-        return Source(real, data, kind, None, _safe_name(p.name, kind))
+        return Source(real, data, kind, None, _safe_name(p.name, kind), _mtime(p))
     p = Path(source).expanduser().resolve()
     if not p.is_file(): raise NotFound(f"File not found: {source}")
     kind = KINDS.get(p.suffix.lower())
     if kind is None: raise UsageError(f"Unsupported file type {p.suffix or '(none)'}: {source} (qmd-nb reads {', '.join(KINDS)})")
     if p.stat().st_size > max_bytes: raise UsageError(f"{source} is too large ({p.stat().st_size} bytes; the limit is {max_bytes})")
-    return Source(str(p), p.read_bytes(), kind, None, _safe_name(p.name, kind))
+    return Source(str(p), p.read_bytes(), kind, None, _safe_name(p.name, kind), _mtime(p))
 
 def _free_path(store, library, name) -> str:
     "`name`, or `stem-2.ext`, `stem-3.ext`... : a path no other source and no file of the library uses."
@@ -182,14 +187,14 @@ def ingest(store:Store, source:str|Source, # a file path or an http(s) URL (or w
         except ConversionError as e: add_problem(store, library, src, str(e)); raise
         path = prev[0] if prev and KINDS.get(os.path.splitext(prev[0])[1]) == s.kind else _free_path(store, library, s.name)
         plan = IngestResult('replaced' if prev else 'indexed', doc_uuid(library, path), src, library, 0, f'{library}/{path}')
-        nd = _write(store, library, src, path, s.data, h, conv, metadata, (job, plan))
+        nd = _write(store, library, src, path, s.data, h, conv, metadata, (job, plan), s.modified)
         if prev and prev[0] != path: _drop_file(store, library, prev[0])
         add_problem(store, library, src, None)
         if reindex: refresh(store)
     plan.chunk_count = chunk_count(store, nd.body, nd.body_start, nd.title, h)
     return plan
 
-def _write(store, library, src, path, data, h, conv, metadata, plan=(None, None)):
+def _write(store, library, src, path, data, h, conv, metadata, plan=(None, None), modified=None):
     "Record the source (and the job's plan), write the file, index it: in this order, so that an interruption is repaired by `update`."
     with store.tx() as db:
         db.execute("""INSERT INTO ingested VALUES(?,?,?,?,?,?) ON CONFLICT(library, source) DO UPDATE SET path=excluded.path,
@@ -199,6 +204,7 @@ def _write(store, library, src, path, data, h, conv, metadata, plan=(None, None)
     f = library_dir(store, library)/path
     tmp = f.with_name(f'.{f.name}.tmp')
     with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'wb') as out: out.write(data) # a copy of someone's file: the owner's only
+    if modified: os.utime(tmp, (modified, modified)) # the copy keeps its source's date: `last_modified` is the document's, not the ingestion's
     os.replace(tmp, f)
     st = f.stat()
     nd = prepare_doc(library, path, conv.text, h, Analyzer(), st.st_size, st.st_mtime, meta=doc_meta(conv.meta, src, metadata),

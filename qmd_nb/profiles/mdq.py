@@ -6,12 +6,12 @@ Docs: https://qmd-nb.github.io/qmd-nb/profiles/mdq.html.md"""
 
 # %% auto #0
 __all__ = ['FILTER_KEYS', 'TOOLS', 'PROFILE', 'Source', 'SourcesError', 'derive_name', 'split_spec', 'add_source', 'list_sources',
-           'remove_source', 'check_sources', 'page_id', 'PageMeta', 'page_meta', 'Page', 'read_page', 'SearchItem',
-           'SearchOutput', 'plain_snippet', 'mdq_filter', 'search', 'tool_descriptions', 'instructions', 'search_tool',
-           'read_page_tool']
+           'remove_source', 'check_sources', 'page_id', 'unique_ids', 'PageMeta', 'page_meta', 'Page', 'id_of',
+           'read_page', 'SearchItem', 'SearchOutput', 'plain_snippet', 'mdq_filter', 'search', 'tool_descriptions',
+           'instructions', 'search_tool', 'read_page_tool']
 
 # %% ../../nbs/profiles/25_mdq.ipynb #3eb8e61d
-import json, os, re
+import hashlib, json, os, re
 from dataclasses import dataclass, field, asdict
 from pathlib import Path, PurePosixPath
 from typing import Optional
@@ -98,8 +98,18 @@ def check_sources(store:Store):
 
 # %% ../../nbs/profiles/25_mdq.ipynb #9b759ae2
 def page_id(path:str) -> str:
-    "The mdq id of a page: its path without extension, each run of other characters than letters, digits, `_` a `-`."
-    return re.sub(r'[^A-Za-z0-9_]+', '-', str(PurePosixPath(path).with_suffix(''))).strip('-') or 'page'
+    "The mdq id of a page: its path without extension, each run of other characters than letters (of any script), digits, `_` a `-`."
+    return re.sub(r'\W+', '-', str(PurePosixPath(path).with_suffix(''))).strip('-') or 'page'
+
+def unique_ids(paths:list[str] # the pages of one source
+              ) -> dict[str, str]:
+    "path -> id: `page_id`, and for each page after the first (by path) sharing one, a hash of its own path after it."
+    by, out = {}, {}
+    for p in sorted(paths): by.setdefault(page_id(p), []).append(p)
+    for i, ps in by.items():
+        out[ps[0]] = i
+        for p in ps[1:]: out[p] = f"{i}-{hashlib.sha256(p.encode()).hexdigest()[:8]}"
+    return out
 
 def _first(meta:dict, keys):
     return next((meta[k] for k in keys if meta.get(k) not in (None, '', [])), None)
@@ -171,15 +181,21 @@ def _by_path(store:Store, path:str, cols:list) -> list[DocRow]:
     return docs
 
 # %% ../../nbs/profiles/25_mdq.ipynb #d441fe5f
-def _ids(store:Store) -> dict:
-    "page id -> [(collection, path)], cached until the catalog changes."
+def _ids(store:Store) -> tuple[dict, dict]:
+    "(page id -> [(collection, path)], (collection, path) -> page id): ids unique in each source, cached until the catalog changes."
     key = ('mdq-ids', generation(store))
     if key not in store.cache:
         for k in [k for k in store.cache if isinstance(k, tuple) and k[0] == 'mdq-ids']: del store.cache[k]
-        ids = {}
-        for c, p in doc_keys(store).values(): ids.setdefault(page_id(p), []).append((c, p))
-        store.cache[key] = ids
+        paths, of, ids = {}, {}, {}
+        for c, p in doc_keys(store).values(): paths.setdefault(c, []).append(p)
+        for c, ps in paths.items(): of.update(((c, p), i) for p, i in unique_ids(ps).items())
+        for cp, i in of.items(): ids.setdefault(i, []).append(cp)
+        store.cache[key] = ids, of
     return store.cache[key]
+
+def id_of(store:Store, collection:str, path:str) -> str:
+    "The id search results and `read_page` give a page."
+    return _ids(store)[1].get((collection, path)) or page_id(path)
 
 def read_page(store:Store, path:Optional[str]=None, # path relative to its source
               id:Optional[str]=None, # or the page id from search results
@@ -192,13 +208,13 @@ def read_page(store:Store, path:Optional[str]=None, # path relative to its sourc
     cols = _sources(store, source)
     if id is not None:
         names = {c.name for c in cols}
-        docs = [_doc(store, c, p) for c, p in _ids(store).get(id.strip(), []) if c in names]
+        docs = [_doc(store, c, p) for c, p in _ids(store)[0].get(id.strip(), []) if c in names]
     else: docs = _by_path(store, path.strip(), cols)
     docs = [d for d in docs if d]
     if not docs: raise NotFound(f"File not found: {path if id is None else id}")
     if len(docs) > 1: raise UsageError(f"{path or id} is in several sources ({', '.join(d.collection for d in docs)}): give source")
     d = docs[0]
-    return Page(page_id(d.path), d.title, d.path, d.collection, doc_body(store, d.hash)[0], page_meta(d))
+    return Page(id_of(store, d.collection, d.path), d.title, d.path, d.collection, doc_body(store, d.hash)[0], page_meta(d))
 
 # %% ../../nbs/profiles/25_mdq.ipynb #45ee0786
 FILTER_KEYS = ('labels', 'author', 'created_after', 'created_before', 'updated_after', 'updated_before',
@@ -263,7 +279,7 @@ def search(engine, query:str, # words to look for
     if f is not None and f.sort: res = to_results(st, sort_hits(st, matches, f.sort)[:limit], query) # the matching pages, by date
     else: res = run_query(engine, query, limit, collection=names, filter=f)[0] # the hybrid front door (keyword alone without vectors)
     rows = {(c, p): _doc(st, c, p) for c, p in {(r.collection, r.path) for r in res}}
-    items = [SearchItem(page_id(r.path), r.title, r.path, r.collection, plain_snippet(r.snippet), **asdict(page_meta(d)))
+    items = [SearchItem(id_of(st, r.collection, r.path), r.title, r.path, r.collection, plain_snippet(r.snippet), **asdict(page_meta(d)))
              for r in res if (d := rows[(r.collection, r.path)])]
     return SearchOutput(items, max(total, len(items)), query)
 
@@ -303,7 +319,7 @@ _DUR = lambda name, what: loose(name, type='string', description=f"Filter: {what
 
 TOOLS = (
     Tool('search', search_tool, lambda engine: tool_descriptions(engine.store)['search'], (
-        loose('query', required=True, type='string', description="Search query"),
+        loose('query', required=True, soft=True, type='string', description="Search query"),
         loose('source', type='string', description="Source name to search (optional, searches all if omitted)"),
         loose('limit', 10, type='integer', description="Maximum results to return", minimum=1, maximum=100),
         loose('labels', type='array', items={'type': 'string'}, description="Filter by labels (OR logic)"),

@@ -50,6 +50,7 @@ def _got(v) -> str:
 
 def _str(name, v, optional=False):
     if v is None and optional: return None
+    if v is None: raise UsageError(f"{name} is required")
     if not isinstance(v, str) or not v.strip(): raise UsageError(f"{name} must be a non-empty string (got {_got(v)})")
     if len(v) > MAX_TEXT: raise UsageError(f"{name} is too long ({len(v)} characters; the limit is {MAX_TEXT})")
     return v.strip()
@@ -110,9 +111,11 @@ class Ingested:
 
 def _ingest(engine, source:str, library, metadata, read=None) -> Ingested:
     from qmd_nb.engine.ingest import ingest
+    from qmd_nb.engine.vectors import embed
     library = check_name(_str('library', library), 'library')
     if metadata is not None and not isinstance(metadata, dict): raise UsageError(f"metadata must be an object or null (got {_got(metadata)})")
     r = ingest(engine.store, source, library, metadata, allow_private=getattr(engine, 'allow_private_urls', False), read=read)
+    embed(engine.store, engine.embedder, collections=[library], progress=False) # a vector store: the new document is found by meaning at once
     return Ingested(r.status, r.doc_id, r.source, r.library, r.chunk_count)
 
 @contract
@@ -324,12 +327,12 @@ def _tools(t:dict) -> tuple:
     "The seven tools, described by the texts `t`."
     lib = loose('library', 'default', type='string', description='Library (collection) to index into')
     meta = loose('metadata', anyOf=[{'type': 'object'}, {'type': 'null'}], description='Arbitrary key-value metadata')
-    doc = loose('doc_id', required=True, type='string', description='The document UUID')
+    doc = loose('doc_id', required=True, soft=True, type='string', description='The document UUID')
     either = lambda name, kind, desc: loose(name, anyOf=[{'type': kind}, {'type': 'null'}], description=desc)
     return (
-        Tool('ingest_file', ingest_file, t['tool.ingest_file'], (loose('path', required=True, type='string', description='Absolute or relative path to the file'), lib, meta), hints=_hints(False)),
-        Tool('ingest_url', ingest_url, t['tool.ingest_url'], (loose('url', required=True, type='string', description='HTTP or HTTPS URL to fetch'), lib, meta), hints=_hints(False, open_world=True)),
-        Tool('search', search, t['tool.search'], (loose('query', required=True, type='string', description='Natural language search query'),
+        Tool('ingest_file', ingest_file, t['tool.ingest_file'], (loose('path', required=True, soft=True, type='string', description='Absolute or relative path to the file'), lib, meta), hints=_hints(False)),
+        Tool('ingest_url', ingest_url, t['tool.ingest_url'], (loose('url', required=True, soft=True, type='string', description='HTTP or HTTPS URL to fetch'), lib, meta), hints=_hints(False, open_world=True)),
+        Tool('search', search, t['tool.search'], (loose('query', required=True, soft=True, type='string', description='Natural language search query'),
              loose('top_k', 5, type='integer', description='Max results to return (1-100)', minimum=1, maximum=100),
              either('library', 'string', 'Restrict to library; null = all libraries'),
              either('filter', 'object', 'Field equality filters, e.g. {"file_type": "pdf", "page": 3}'))),
