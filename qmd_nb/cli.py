@@ -275,9 +275,11 @@ def cmd_serve(a):
 def cmd_mcp_config(a):
     "mcp-config: ready-to-paste client configurations"
     from qmd_nb.serve.server import mcp_config, qmd_exe
+    from qmd_nb.profiles.registry import check_profiles
     from qmd_nb.engine.auth import TokenStore, token_dir, default_token
     env = os.environ if a.env is None else a.env
-    print(mcp_config(qmd_exe(), a.index, env.get('QMD_NB_HOME'), a.port, env.get('QMD_NB_TOKEN') or default_token(TokenStore(token_dir(a.env))), a.url))
+    print(mcp_config(qmd_exe(), a.index, env.get('QMD_NB_HOME'), a.port, env.get('QMD_NB_TOKEN') or default_token(TokenStore(token_dir(a.env))), a.url,
+                     check_profiles(_csv_list(a.tools)) if a.tools else None))
 
 def _csv_list(vals): return [x.strip() for v in vals or [] for x in v.split(',') if x.strip()]
 

@@ -111,7 +111,7 @@ def _serve_parsers(sp):
     g.add_argument('--cert', metavar='PEM', help='TLS certificate: serve HTTPS (with --key)'); g.add_argument('--key', metavar='PEM', help='TLS private key')
     g.add_argument('--no-oauth', action='store_true', help='no OAuth 2.1 for MCP clients (tokens only)')
     g.add_argument('--public-url', metavar='URL', help='the URL clients reach the server at, when not http(s)://HOST:PORT (the OAuth issuer)')
-    p = _sub(sp, 'mcp-config', cmd_mcp_config, 'Print MCP configurations for Claude Desktop, Claude Code and VS Code (HTTP ones with your token)')
+    p = _tools_arg(_sub(sp, 'mcp-config', cmd_mcp_config, 'Print MCP configurations for Claude Desktop, Claude Code and VS Code (HTTP ones with your token)'))
     p.add_argument('--port', type=_port, default=18765, help='port for the HTTP variant (default 18765)')
     p.add_argument('--url', help='the server URL for the HTTP variant (default http://127.0.0.1:PORT)')
     _token_parsers(sp)

@@ -190,8 +190,10 @@ def run_search(engine, req:SearchRequest) -> tuple[list, int, str]:
     from qmd_nb.engine.results import to_results
     from qmd_nb.engine.api import run_query, has_vectors_any
     if req.mode == 'semantic' and has_vectors_any(engine.store):
-        res, _ = run_query(engine, req.query, max(req.limit, ldims_settings(settings=engine.store.config.settings).hard_limit), filter=req.filter or None)
-        return res[:req.limit], len(res), 'hybrid'
+        cap = max(req.limit, ldims_settings(settings=engine.store.config.settings).hard_limit)
+        res, _ = run_query(engine, req.query, cap, filter=req.filter or None)
+        total = len(res) if len(res) < cap else max(cap, len(keyword_hits(engine.store, req.query, COUNT_CAP, filter=req.filter or None))) # more than fused: count the word matches, as exact mode
+        return res[:req.limit], total, 'hybrid'
     hits = keyword_hits(engine.store, req.query, COUNT_CAP, filter=req.filter or None)
     return to_results(engine.store, hits[:req.limit], req.query), len(hits), 'keyword'
 

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 # %% auto #0
-__all__ = ['SECRET_PATTERNS', 'is_placeholder', 'is_expression', 'Secret', 'find_secrets']
+__all__ = ['SECRET_PATTERNS', 'is_placeholder', 'is_expression', 'is_plain', 'Secret', 'find_secrets']
 
 # %% ../../nbs/profiles/25a_sanitize.ipynb #9e7bdca0
 _PLACEHOLDER = re.compile(r"""^(<.*|\*+|\[[A-Za-z_ -]*\]|\$\{.*|\$[A-Za-z_]\w*|\{\{.*|%\(?[A-Za-z_]\w*\)?s?|
@@ -21,8 +21,15 @@ def is_placeholder(v:str) -> bool:
     return bool(_PLACEHOLDER.match(v.strip().strip('\'"`').strip()))
 
 def is_expression(v:str) -> bool:
-    "Whether an assigned value is code that reads the secret from elsewhere (`getpass()`, `os.environ[...]`, `config.token`)."
-    return v[:1] not in '\'"`' and bool(re.search(r'[(.\[]', v))
+    "Whether an assigned value is code that reads the secret from elsewhere (`getpass()`, `os.environ[...]`, `config.token`, `await getToken()`)."
+    return v[:1] not in '\'"`' and (bool(re.search(r'[(.\[]', v)) or v in _KEYWORDS)
+
+_KEYWORDS = {'await', 'new', 'yield', 'typeof', 'function', 'async', 'lambda', 'require', 'import'} # code follows: `token = await getToken()`
+
+def is_plain(key:str, v:str) -> bool:
+    "Whether an assigned value is plainly no secret: an absolute path (`pwd: /home/ana`), or a number under a key that is no password (`max_token: 1024`)."
+    if re.match(r'(?:/|~/|[A-Za-z]:\\)', v): return True
+    return bool(re.fullmatch(r'\d{1,9}(?:\.\d+)?', v)) and not re.search(r'passw|pwd', key, re.I) # a long number may be a key
 
 # %% ../../nbs/profiles/25a_sanitize.ipynb #a9e1c012
 _KEY = r'(?:api[_-]?key|apikey|secret(?:[_-]?key)?|client[_-]?secret|access[_-]?key(?:[_-]?id)?|auth[_-]?token|access[_-]?token|token|passw(?:or)?d|pwd|private[_-]?key)'
@@ -53,6 +60,6 @@ def find_secrets(text:str) -> list[Secret]:
     for kind, pat in SECRET_PATTERNS:
         for m in pat.finditer(text):
             v = m.group(1) if pat.groups else None
-            if v is not None and (is_placeholder(v) or (kind == 'secret assignment' and is_expression(v))): continue
+            if v is not None and (is_placeholder(v) or (kind == 'secret assignment' and (is_expression(v) or is_plain(m.group(0)[:m.start(1) - m.start()], v)))): continue
             out.append((m.start(), Secret(kind, text.count('\n', 0, m.start()) + 1)))
     return [s for _, s in sorted(out, key=lambda p: p[0])]

@@ -236,10 +236,11 @@ def mcp_config(exe:str, # the qmd-nb executable
                home:str|None=None, # QMD_NB_HOME, if set
                port:int=DEFAULT_PORT,
                token:str|None=None, # the bearer token HTTP clients send
-               url:str|None=None # the server's URL (default: http://127.0.0.1:PORT)
+               url:str|None=None, # the server's URL (default: http://127.0.0.1:PORT)
+               tools:list[str]|None=None # tool profiles the stdio server exposes (default: qmd's)
               ) -> str:
     "Ready-to-paste MCP client configurations."
-    args = (['--index', index] if index != 'index' else []) + ['mcp']
+    args = (['--index', index] if index != 'index' else []) + ['mcp'] + (['--tools', ','.join(tools)] if tools else [])
     env = {'QMD_NB_HOME': home} if home else {}
     server = {'command': exe, 'args': args, **({'env': env} if env else {})}
     desktop = json.dumps({'mcpServers': {'qmd-nb': server}}, indent=2)
@@ -253,7 +254,7 @@ def mcp_config(exe:str, # the qmd-nb executable
         "# Claude Desktop: add to claude_desktop_config.json (Settings > Developer > Edit Config)", desktop,
         "# Claude Code: run", f"claude mcp add qmd-nb{envs} -- {exe} {' '.join(args)}",
         "# VS Code: .vscode/mcp.json in a workspace (or 'MCP: Open User Configuration')", vscode,
-        "# VS Code (and any client), over HTTP, while 'qmd-nb serve --transport http' runs" + (" (the token is a secret: keep the file private)" if token else ''), http,
+        f"# VS Code (and any client), over HTTP, while 'qmd-nb serve --transport http{' --tools ' + ','.join(tools) if tools else ''}' runs" + (" (the token is a secret: keep the file private)" if token else ''), http,
         "# Claude Code over HTTP: run" + (" (a command's arguments are visible to other local users while it runs, and stay in the shell's history: the .mcp.json entry below keeps the token in a file)" if token else ''),
         f"claude mcp add --transport http qmd-nb {mcp_url}" + (f" --header 'Authorization: Bearer {token}'" if token else ''),
         "# or in .mcp.json", code_http])
