@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import numpy as np
 from .errors import UsageError
-from .text import Analyzer, parse_query, raw_tokens
+from .text import Analyzer, parse_query, raw_tokens, fold
 from .store import Store, generation
 from .catalog import docs_by_ids, doc_bodies
 from .bm25 import bm25_norm
@@ -19,7 +19,8 @@ from .filter import Filter, parse_filter, filter_mask, sort_hits
 from .results import Hit, MAX_LIMIT, SearchResult, check_search_args, collection_names, to_results, family_key, family_keys
 
 # %% auto #0
-__all__ = ['SAMPLE', 'families', 'quote_matrix', 'title_names', 'cited_by', 'keyword_hits', 'bm25_params', 'search']
+__all__ = ['SAMPLE', 'families', 'quote_matrix', 'title_names', 'cited_by', 'keyword_hits', 'bm25_params', 'search', 'typo_limit',
+           'spelled']
 
 # %% ../../nbs/engine/06_search.ipynb #0a1652a3
 def _ordered(scores:np.ndarray, doc_ids:np.ndarray, k:int|None) -> np.ndarray:
@@ -264,3 +265,41 @@ def search(store:Store, query:str, # words, "exact phrases", -exclusions
     if not explain:
         for r in res: r.explain = None
     return res
+
+# %% ../../nbs/engine/06_search.ipynb #5133acba
+def typo_limit(word:str) -> int:
+    "Typos allowed in a word: none under 5 letters, one from 5, two from 9."
+    return 0 if len(word) < 5 else 1 if len(word) < 9 else 2
+
+def _vocabulary(store:Store, ki:KeywordIndex) -> tuple[list[str], dict]:
+    "The keyword index's terms and their postings counts, once per commit."
+    key = ('vocabulary', ki.name)
+    if key not in store.cache:
+        for k in [k for k in store.cache if isinstance(k, tuple) and k[0] == 'vocabulary']: del store.cache[k]
+        df = {}
+        for s in ki.segs:
+            blob, off, tp = bytes(s.terms.blob), s.terms.off, s.tptr
+            for i in range(len(s.terms)): t = blob[off[i]:off[i + 1]].decode(); df[t] = df.get(t, 0) + int(tp[i + 1] - tp[i])
+        store.cache[key] = list(df), df
+    return store.cache[key]
+
+def _respelled(store:Store, ki:KeywordIndex, an:Analyzer, word:str, mask) -> str:
+    "`word`, or the closest indexed term within its typo limit when the documents in `mask` do not hold it."
+    held = lambda t: ki.df(ki.lookup(t), mask) > 0 if mask is not None else bool(ki.lookup(t))
+    d, stems = typo_limit(word), an.terms(word)
+    if not d or len(stems) != 1 or any(c.isdigit() for c in word) or held(stems[0]): return word
+    from rapidfuzz import process
+    from rapidfuzz.distance import OSA
+    terms, df = _vocabulary(store, ki)
+    near = {t: min(OSA.distance(t, stems[0]), OSA.distance(t, fold(word))) for probe in {stems[0], fold(word)}
+            for t, _, _ in process.extract(probe, terms, scorer=OSA.distance, score_cutoff=d, limit=20)}
+    fits = [t for t in sorted(near, key=lambda t: (near[t], -df[t], t)) if an.terms(t) == [t] and held(t)] # the term reads back as itself
+    return fits[0] if fits else word
+
+def spelled(store:Store, query:str, collection=None # collections whose documents count as holding a word (None: all the view's)
+           ) -> str:
+    "`query` with each word no document holds replaced by the closest indexed word within its typo limit."
+    ki, an, names = keyword_index(store), Analyzer(), collection_names(store, collection)
+    mask = ki.within(names)[0] if names is not None else None
+    fix = lambda m: m.group(0) if m.group(1) or m.group(0).startswith('-') else _respelled(store, ki, an, m.group(0), mask)
+    return re.sub(r'(-?"[^"]*")|\S+', fix, query)

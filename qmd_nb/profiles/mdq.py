@@ -266,7 +266,7 @@ def search(engine, query:str, # words to look for
            **filters # labels, author, created_after... sort (see FILTER_KEYS)
           ) -> SearchOutput:
     "mdq's search: ranked pages with snippets, filtered as asked."
-    from qmd_nb.engine.search import keyword_hits
+    from qmd_nb.engine.search import keyword_hits, spelled
     from qmd_nb.engine.results import to_results, MAX_LIMIT, check_search_args
     from qmd_nb.engine.filter import sort_hits
     from qmd_nb.engine.api import run_query
@@ -274,10 +274,11 @@ def search(engine, query:str, # words to look for
     query = check_search_args(query, 1, 0)[0]
     names = [c.name for c in _sources(st, source)] if source is not None else None
     f = mdq_filter(filters)
-    matches = keyword_hits(st, query, MAX_LIMIT, names, filter=f)
+    lex = spelled(st, query, names) # the contract's typo tolerance: a word no page holds is read as the closest one that some page does
+    matches = keyword_hits(st, lex, MAX_LIMIT, names, filter=f)
     total = len(matches)
-    if f is not None and f.sort: res = to_results(st, sort_hits(st, matches, f.sort)[:limit], query) # the matching pages, by date
-    else: res = run_query(engine, query, limit, collection=names, filter=f)[0] # the hybrid front door (keyword alone without vectors)
+    if f is not None and f.sort: res = to_results(st, sort_hits(st, matches, f.sort)[:limit], lex) # the matching pages, by date
+    else: res = run_query(engine, query if lex == query else f"lex: {lex}\nvec: {query}", limit, collection=names, filter=f)[0] # hybrid (keyword alone without vectors)
     rows = {(c, p): _doc(st, c, p) for c, p in {(r.collection, r.path) for r in res}}
     items = [SearchItem(id_of(st, r.collection, r.path), r.title, r.path, r.collection, plain_snippet(r.snippet), **asdict(page_meta(d)))
              for r in res if (d := rows[(r.collection, r.path)])]
@@ -319,7 +320,7 @@ _DUR = lambda name, what: loose(name, type='string', description=f"Filter: {what
 
 TOOLS = (
     Tool('search', search_tool, lambda engine: tool_descriptions(engine.store)['search'], (
-        loose('query', required=True, soft=True, type='string', description="Search query"),
+        loose('query', required=True, soft=True, type='string', description="Search query (supports typo tolerance)"),
         loose('source', type='string', description="Source name to search (optional, searches all if omitted)"),
         loose('limit', 10, type='integer', description="Maximum results to return", minimum=1, maximum=100),
         loose('labels', type='array', items={'type': 'string'}, description="Filter by labels (OR logic)"),
