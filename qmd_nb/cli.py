@@ -253,8 +253,13 @@ def cmd_query(a):
 # %% ../nbs/90_cli.ipynb #2a1b3646
 def cmd_mcp(a):
     "mcp: the MCP server over stdio"
-    from qmd_nb.serve.server import serve
-    serve(_engine(a), 'mcp', tools=_csv_list(a.tools) or ['qmd'], watch=a.watch)
+    from qmd_nb.serve.server import serve, DEFAULT_PORT
+    if getattr(a, 'print_config', False): a.port, a.url = DEFAULT_PORT, None; return cmd_mcp_config(a)
+    e = _engine(a)
+    if getattr(a, 'source', None): # sources for this run (mdq's `mcp -s PATH -d TEXT`): the server sees them alone
+        from qmd_nb.profiles.mdq import run_sources
+        e = e.view(run_sources(e.store, a.source, a.description or []))
+    serve(e, 'mcp', tools=_csv_list(a.tools) or ['qmd'], watch=a.watch)
 
 def _engine(a):
     "The engine a server answers from, with the owner's limits and permissions."

@@ -87,7 +87,10 @@ def _search_parsers(sp):
     p.add_argument('--no-rerank', action='store_true', help='query mode: skip the reranker')
     p.add_argument('--set', action='append', type=_kv, metavar='NAME=VALUE', help='override a query parameter (repeatable)')
     _format_args(p); _vector_parsers(sp)
-    _watch_arg(_limit_args(_tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)'))))
+    p = _watch_arg(_limit_args(_tools_arg(_sub(sp, 'mcp', cmd_mcp, 'Run the MCP server over stdio (for Claude Desktop, Claude Code, VS Code...)'))))
+    p.add_argument('-s', '--source', action='append', metavar='PATH', help="serve only these folders (or NAME:PATH), each with a -d; new ones are registered as sources (mdq's contract)")
+    p.add_argument('-d', '--description', action='append', metavar='TEXT', help='what the folder of the -s before it holds, for the agent')
+    p.add_argument('--print-config', action='store_true', help='print the MCP client configurations instead (as qmd-nb mcp-config)')
     _serve_parsers(sp)
 
 # %% ../nbs/90a_parser.ipynb #fafd7d01

@@ -109,3 +109,23 @@ def test_search_error(qmd, tmp_path):
     async def run(c): return await _error(c, 'search', {'query': 'authentication'})
     code, msg = asyncio.run(_session(qmd, run))
     assert code == -32603 and msg.startswith('Search error: '), (code, msg)
+
+def test_sources_for_one_run(qmd, tmp_path):
+    "`mcp -s PATH -d TEXT` (mdq's command line): the server sees those folders alone; a new one is registered, a known one reused."
+    wiki = write_tree(tmp_path/'wiki', PAGES); journal = write_tree(tmp_path/'journal', {'may.md': '# May\n\nRead about OAuth2 authentication.\n'})
+    qmd('source', 'add', '-s', wiki, '-d', 'Team wiki')
+    async def run(c):
+        found = await c.call_tool('search', {'query': 'authentication'})
+        return [r['path'] for r in json.loads(found.content[0].text)['results']], await _error(c, 'search', {'query': 'x', 'source': 'wiki'})
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+    async def session():
+        args = ['mcp', '--tools', 'mdq', '-s', f'notes:{journal}', '-d', 'Personal journal']
+        async with Client(StdioServerParameters(command=QMD_BIN, args=args, env=qmd.env)) as c: return await run(c)
+    paths, other = asyncio.run(session())
+    assert paths == ['may.md'] and other[0] == -32602 and 'wiki' in other[1] # the registered wiki is not served in this run
+    assert 'notes' in qmd('source', 'list').stdout # the new folder is now a source
+    bad = qmd('mcp', '--tools', 'mdq', '-s', wiki, ok=False, input='')
+    assert bad.returncode == 1 and 'Give each source (-s) its description (-d)' in bad.stderr
+    cfg = json.loads(qmd('mcp', '--tools', 'mdq', '--print-config').stdout.split('\n\n')[1])
+    assert cfg['mcpServers']['qmd-nb']['args'][-3:] == ['mcp', '--tools', 'mdq']

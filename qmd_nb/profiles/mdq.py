@@ -6,9 +6,9 @@ Docs: https://qmd-nb.github.io/qmd-nb/profiles/mdq.html.md"""
 
 # %% auto #0
 __all__ = ['FILTER_KEYS', 'TOOLS', 'PROFILE', 'Source', 'SourcesError', 'derive_name', 'split_spec', 'add_source', 'list_sources',
-           'remove_source', 'check_sources', 'page_id', 'unique_ids', 'PageMeta', 'page_meta', 'Page', 'id_of',
-           'read_page', 'SearchItem', 'SearchOutput', 'plain_snippet', 'mdq_filter', 'search', 'tool_descriptions',
-           'instructions', 'search_tool', 'read_page_tool']
+           'remove_source', 'run_sources', 'check_sources', 'page_id', 'unique_ids', 'PageMeta', 'page_meta', 'Page',
+           'id_of', 'read_page', 'SearchItem', 'SearchOutput', 'plain_snippet', 'mdq_filter', 'search',
+           'tool_descriptions', 'instructions', 'search_tool', 'read_page_tool']
 
 # %% ../../nbs/profiles/25_mdq.ipynb #3eb8e61d
 import hashlib, json, os, re
@@ -88,6 +88,18 @@ def remove_source(store:Store, name:str) -> int:
     if name not in store.config.collections:
         raise NotFound(f"Source not found: {name} (sources: {', '.join(sorted(store.config.collections)) or 'none yet'})")
     return remove_collection(store, name)
+
+def run_sources(store:Store, specs:list[str], # `-s` values: folders, or `name:folder`
+                descriptions:list[str] # `-d` values, one per folder, in the same order
+               ) -> list[str]:
+    "The sources of one `mcp -s PATH -d TEXT` run, by name: a folder already registered is its source, a new one is registered (and indexed)."
+    if len(specs) != len(descriptions): raise UsageError(f"Give each source (-s) its description (-d): {len(specs)} sources, {len(descriptions)} descriptions")
+    names = []
+    for spec, desc in zip(specs, descriptions):
+        folder = Path(split_spec(spec)[1]).expanduser().resolve()
+        same = [c.name for c in store.config.collections.values() if Path(c.path).resolve() == folder]
+        names.append(same[0] if same else add_source(store, spec, desc).name)
+    return names
 
 def check_sources(store:Store):
     "Refuse to serve mdq without sources, or with registered folders that are gone (`SourcesError`, exit status 6)."
