@@ -168,10 +168,10 @@ def rest_probes(w) -> list:
     vault_file = str(w['vault']/f"{MARK['file']}.md")
     return [
         ('search', 'POST', '/search', {'query': 'rsync plans'}, 'read', 200, 200),
-        ('search-vault', 'POST', '/search', {'query': 'rsync', 'collection': 'vault7'}, 'read', 200, 404),
+        ('search-vault', 'POST', '/search', {'query': 'rsync', 'collection': 'vault7'}, 'read', 200, 400), # as for a name that does not exist
         ('vsearch', 'POST', '/vsearch', {'query': 'rsync plans', 'min_score': 0}, 'read', 200, 200),
         ('query', 'POST', '/query', {'query': 'rsync plans'}, 'read', 200, 200),
-        ('query-vault', 'POST', '/query', {'query': 'rsync plans', 'collections': ['vault7']}, 'read', 200, 404),
+        ('query-vault', 'POST', '/query', {'query': 'rsync plans', 'collections': ['vault7']}, 'read', 200, 400), # as for a name that does not exist
         ('get-vault', 'POST', '/get', {'file': f"vault7/{MARK['file']}.md"}, 'read', 200, 404),
         ('get-typo', 'POST', '/get', {'file': 'vault7/hidden-plan-8.md'}, 'read', 404, 404),
         ('get-docid', 'POST', '/get', {'file': w['vault_docid']}, 'read', 200, 404),
