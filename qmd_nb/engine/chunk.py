@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
+from .text import heading_text
 
 # %% auto #0
 __all__ = ['model_dir', 'wordpiece_counter', 'word_counter', 'Block', 'md_blocks', 'Chunk', 'chunk_lines']
@@ -45,7 +46,7 @@ class Block:
     headings: tuple # heading path, outermost first
     heading: bool = False # the block is a heading line
 
-_H_RE = re.compile(r'^(#{1,6})\s+(.*?)\s*#*\s*$')
+_H_RE = re.compile(r'^(#{1,6})\s+(.*)$') # the text: `heading_text` of group 2
 
 def md_blocks(lines:list[str], # all lines of the file
               start:int=0 # first body line (after front matter)
@@ -61,7 +62,7 @@ def md_blocks(lines:list[str], # all lines of the file
             blocks.append(Block(i, min(j + 1, n), tuple(t for _, t in stack))); i = j + 1; continue
         if m := _H_RE.match(l):
             lvl = len(m.group(1))
-            stack = [(v, t) for v, t in stack if v < lvl] + [(lvl, m.group(2))]
+            stack = [(v, t) for v, t in stack if v < lvl] + [(lvl, heading_text(m.group(2)))]
             blocks.append(Block(i, i + 1, tuple(t for _, t in stack), True)); i += 1; continue
         j = i + 1
         while j < n and lines[j].strip() and not _H_RE.match(lines[j]) and not lines[j].lstrip().startswith(('```', '~~~')): j += 1
@@ -86,7 +87,7 @@ class Chunk:
         head = ' > '.join(h for h in self.headings if h != self.title)
         first, _, rest = self.text.partition('\n')
         m = _H_RE.match(first)
-        text = rest.lstrip('\n') if m and m.group(2) == self.title and rest.strip() else self.text
+        text = rest.lstrip('\n') if m and heading_text(m.group(2)) == self.title and rest.strip() else self.text
         return f"{self.title}\n{head}\n\n{text}" if head else f"{self.title}\n\n{text}"
 
 # %% ../../nbs/engine/02_chunk.ipynb #53beb3c1

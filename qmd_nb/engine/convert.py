@@ -13,10 +13,10 @@ from .errors import QmdError
 
 # %% auto #0
 __all__ = ['FORMATS', 'KINDS', 'CONVERTED', 'CONVERTIBLE', 'CONTENT_TYPES', 'DEFAULT_MASK', 'CONVERTER_VERSION', 'PDF_MAX_PAGES',
-           'PDF_MAX_SECONDS', 'DOCX_MAX_EXPANDED', 'DOCX_MAX_ENTRIES', 'HTML_MAX_DEPTH', 'HTML_MAX_GROWTH',
-           'HTML_MIN_OUTPUT', 'ConversionError', 'kind_of', 'decode_text', 'Converted', 'page_of', 'iso_date',
-           'utc_iso', 'pdf_to_markdown', 'docx_to_markdown', 'html_charset', 'html_to_markdown', 'convert_bytes',
-           'convert_file', 'Converter', 'convert_many']
+           'PDF_MAX_SECONDS', 'DOCX_MAX_EXPANDED', 'DOCX_MAX_ENTRIES', 'HTML_HEAD_MAX', 'HTML_MAX_DEPTH',
+           'HTML_MAX_GROWTH', 'HTML_MIN_OUTPUT', 'ConversionError', 'kind_of', 'decode_text', 'Converted', 'page_of',
+           'iso_date', 'utc_iso', 'pdf_to_markdown', 'docx_to_markdown', 'html_charset', 'html_to_markdown',
+           'convert_bytes', 'convert_file', 'Converter', 'convert_many']
 
 # %% ../../nbs/engine/02a_convert.ipynb #63474089
 FORMATS = dict( # kind -> (extensions, MIME types, converter name: a function of this module taking (data, charset), None: text)
@@ -221,9 +221,9 @@ def docx_to_markdown(data:bytes, charset:str|None=None, # unused: every converte
     return Converted(''.join(out), {**meta, 'file_type': 'docx'}, 'docx')
 
 # %% ../../nbs/engine/02a_convert.ipynb #911b53fc
-_META_RE = re.compile(r'<meta\b([^>]*)>', re.I)
+_META_RE, _TITLE_RE = re.compile(r'<meta\b', re.I), re.compile(r'<title\b', re.I)
 _ATTR_RE = re.compile(r'''([\w:.-]+)\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)''')
-_TITLE_RE = re.compile(r'<title[^>]*>(.*?)</title\s*>', re.I | re.S)
+HTML_HEAD_MAX = 1 << 16 # characters of a page read for its title and meta tags
 HTML_MAX_DEPTH = 64 # lists and quotes nested in one another: html2text indents each line by its depth, quadratic in it (2*10^4 levels: 91 s)
 HTML_MAX_GROWTH = 8 # markdown at most this many times the page's characters (tags go, so it is usually smaller; 200 KB of nested quotes gave 200 MB)
 HTML_MIN_OUTPUT = 1 << 16 # characters of markdown any page may give, however small
@@ -243,13 +243,21 @@ def html_charset(data:bytes, declared:str|None=None) -> str:
         except (LookupError, UnicodeDecodeError): continue
     return data.decode('cp1252', 'replace')
 
+def _tags(head:str, opening:re.Pattern, longest:int=4096):
+    "(end of the tag, its attributes) of each tag `opening` starts, each read up to its `>` (a regex over the rest of the page per tag was quadratic)."
+    for o in opening.finditer(head):
+        gt = head.find('>', o.end(), o.end() + longest)
+        if gt != -1 and '<' not in head[o.end():gt]: yield gt + 1, head[o.end():gt]
+
 def _html_meta(page:str) -> dict:
-    out, head = {}, page[:page.lower().find('</head>')] if '</head>' in page.lower() else page[:20000]
-    for m in _META_RE.finditer(head):
-        a = {k.lower(): v.strip('"\'') for k, v in _ATTR_RE.findall(m.group(1))}
+    end = page[:HTML_HEAD_MAX * 4].lower().find('</head>')
+    out, head = {}, page[:min(end if end != -1 else 20000, HTML_HEAD_MAX)]
+    for _, attrs in _tags(head, _META_RE):
+        a = {k.lower(): v.strip('"\'') for k, v in _ATTR_RE.findall(attrs)}
         key, val = _HTML_META.get((a.get('name') or a.get('property') or '').lower()), html.unescape(a.get('content', '')).strip()
         if key and val and key not in out: out[key] = iso_date(val) if key in ('created', 'modified') else val
-    if (m := _TITLE_RE.search(head)) and (t := ' '.join(html.unescape(m.group(1)).split())): out['title'] = t
+    if (at := next((e for e, _ in _tags(head, _TITLE_RE)), None)) is not None and (e := head.lower().find('</title', at)) != -1 \
+       and (t := ' '.join(html.unescape(head[at:e]).split())): out['title'] = t
     return {k: v for k, v in out.items() if v}
 
 def _html_depth(page:str) -> int:

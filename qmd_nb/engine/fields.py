@@ -8,11 +8,11 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/fields.html.md"""
 from __future__ import annotations
 import re, posixpath
 from urllib.parse import unquote
-from .text import Analyzer
+from .text import Analyzer, heading_text
 
 # %% auto #0
-__all__ = ['FIELDS', 'MARKS', 'BREAK', 'LINK', 'END', 'HEADER', 'MARK_WORDS', 'META_KEYS', 'LEAD_MAX', 'meta_text', 'link_target',
-           'resolve_link', 'doc_stream', 'is_stream', 'plain_terms']
+__all__ = ['FIELDS', 'MARKS', 'BREAK', 'LINK', 'END', 'HEADER', 'MARK_WORDS', 'META_KEYS', 'LEAD_MAX', 'meta_text',
+           'strip_link_urls', 'link_target', 'resolve_link', 'doc_stream', 'is_stream', 'plain_terms']
 
 # %% ../../nbs/engine/01a_fields.ipynb #0838c9e6
 FIELDS = ('title', 'meta', 'heading', 'lead', 'body') # the index's field columns, in this order
@@ -39,21 +39,33 @@ def meta_text(meta:dict) -> str:
 
 # %% ../../nbs/engine/01a_fields.ipynb #7e0ec7ff
 _FENCE = re.compile(r'^\s{0,3}(```|~~~)')
-_HEADING = re.compile(r'^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$')
+_HEADING = re.compile(r'^\s{0,3}#{1,6}\s+(.*)$') # its text: `heading_text` of group 1
 _LIST = re.compile(r'^(?:[-*+]|\d{1,3}[.)])\s+')
-_LINK_RE = re.compile(r'\[[^\]]*\]\(\s*(?:<([^>]*)>|([^)\s]+))(?:\s+"[^"]*")?\s*\)')
+_URL_AT = re.compile(r'\s*(?:<([^>]*)>|([^)\s]+))(?:\s+"[^"]*")?\s*\)') # a link's `(url "title")`, after its `](`
 _SCHEME = re.compile(r'^[A-Za-z][A-Za-z0-9+.-]*:')
 _SENTENCE = re.compile(r'[.!?](?=\s|$)')
-_LINK_URL = re.compile(r'\]\(\s*(?:<[^>]*>|[^)\s]*)(?:\s+"[^"]*")?\s*\)')
+_URL_ANY = re.compile(r'\s*(?:<[^>]*>|[^)\s]*)(?:\s+"[^"]*")?\s*\)')
 _BLANKS, _FENCES = re.compile(r'\n[ \t]*\n(?:[ \t]*\n)*'), re.compile(r'^\s{0,3}(?:```|~~~)', re.M)
-_HEAD_LINE = re.compile(r'^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$', re.M)
+_HEAD_LINE = re.compile(r'^\s{0,3}#{1,6}\s+(.*)$', re.M)
 _WORDISH = re.compile(r'[^\W_]{2,}')
+
+def _first_link(line:str) -> re.Match|None:
+    "The `(url)` of a line's first link `[text](url)`, each read between its `](` and the next one."
+    parts = line.split('](') # one regex over the line rescanned it from every `[` or `](<`: quadratic, 120 KB took 65 s
+    for head, tail in zip(parts, parts[1:]):
+        if head.find('[', head.rfind(']') + 1) != -1 and (m := _URL_AT.match(tail)): return m
+    return None
+
+def strip_link_urls(text:str) -> str:
+    "`text` with each link's `](url \"title\")` cut to `]`, in one pass."
+    parts = text.split('](')
+    return parts[0] + ''.join(']' + p[m.end():] if (m := _URL_ANY.match(p)) else '](' + p for p in parts[1:])
 
 def link_target(line:str, heading:bool=False) -> str|None:
     "The relative link target of a line that is an entry of a link list (a heading, list item, table row or line starting with a link)."
     s = line.lstrip()
     if not (heading or s.startswith(('|', '[')) or _LIST.match(s)): return None
-    m = _LINK_RE.search(line)
+    m = _first_link(line)
     if not m: return None
     t = (m.group(1) or m.group(2) or '').strip()
     if _SCHEME.match(t) or t.startswith(('#', '/')): return None
@@ -103,7 +115,7 @@ class _Stream:
 def _tokens(an:Analyzer, s:_Stream) -> str:
     "Analyse the pieces in one call (marks are words the analyzer keeps as they are), then put link targets in."
     text = ''.join(s.parts)
-    text = _LINK_URL.sub(']', text) if '](' in text else text
+    text = strip_link_urls(text) if '](' in text else text
     out = ' '.join(an.terms(text))
     if s.targets:
         parts = f' {out} '.split(_WORD['lnk'])
@@ -129,9 +141,9 @@ def _line(s:_Stream, line:str, fence:bool) -> bool:
     tgt = link_target(line, h is not None) if '](' in line else None
     if tgt is not None:
         s.flush(); s.open_entry(tgt, h is not None)
-        if h: s.heading(h.group(1))
+        if h: s.heading(heading_text(h.group(1)))
         else: s.para.append(line)
-    elif h: s.flush(); s.close_entry(); s.heading(h.group(1))
+    elif h: s.flush(); s.close_entry(); s.heading(heading_text(h.group(1)))
     else:
         s.para.append(line)
         if s.entry: s.entry_text = True
@@ -142,7 +154,7 @@ def _headed(s:_Stream, block:str):
     at = 0
     for m in _HEAD_LINE.finditer(block) if '#' in block else ():
         if (t := block[at:m.start()]).strip(): s.para.append(t.rstrip('\n')); s.entry_text = s.entry_text or s.entry
-        s.flush(); s.close_entry(); s.heading(m.group(1)); at = m.end() + 1
+        s.flush(); s.close_entry(); s.heading(heading_text(m.group(1))); at = m.end() + 1
     if (t := block[at:]).strip(): s.para.append(t); s.entry_text = s.entry_text or s.entry
 
 def doc_stream(an:Analyzer, text:str, # the whole file

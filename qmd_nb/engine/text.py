@@ -12,8 +12,8 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 
 # %% auto #0
-__all__ = ['FRONT_MATTER_VALUES', 'STOP_WORDS', 'GAP', 'split_front_matter', 'norm_meta', 'doc_title', 'fold', 'raw_tokens',
-           'Analyzer', 'ParsedQuery', 'parse_query']
+__all__ = ['FRONT_MATTER_VALUES', 'STOP_WORDS', 'GAP', 'split_front_matter', 'norm_meta', 'heading_text', 'doc_title', 'fold',
+           'raw_tokens', 'Analyzer', 'ParsedQuery', 'parse_query']
 
 # %% ../../nbs/engine/01_text.ipynb #40a7b8c5
 _FM_END = re.compile(r'^(---|\.\.\.)\s*$', re.M)
@@ -59,7 +59,12 @@ def norm_meta(meta:dict) -> dict:
     return out
 
 # %% ../../nbs/engine/01_text.ipynb #9d7e7273
-_HEAD_RE = re.compile(r'^(#{1,2})\s+(.+?)\s*#*\s*$')
+_HEAD_RE = re.compile(r'^(#{1,2})\s+(.+)$')
+
+def heading_text(s:str # what follows a heading's `#`s and blank
+                ) -> str:
+    "A heading's text without the closing `#`s and the blanks around them, in one pass."
+    return s.rstrip().rstrip('#').rstrip() # a lazy regex for this (`(.*?)\s*#*\s*$`) backtracked cubically on a long blank run: 4 KB took minutes
 
 def doc_title(meta:dict, # parsed front matter
               lines:list[str], # body lines (front matter removed)
@@ -71,7 +76,7 @@ def doc_title(meta:dict, # parsed front matter
     fence = False
     for l in lines:
         if l.lstrip().startswith(('```', '~~~')): fence = not fence; continue
-        if not fence and (m := _HEAD_RE.match(l)): return m.group(2).strip()
+        if not fence and (m := _HEAD_RE.match(l)): return (heading_text(m.group(2)) or m.group(2)[:1]).strip()
     return PurePosixPath(path).stem
 
 # %% ../../nbs/engine/01_text.ipynb #56897a1e
