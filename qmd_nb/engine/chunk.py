@@ -13,7 +13,7 @@ from typing import Callable
 from .text import heading_text
 
 # %% auto #0
-__all__ = ['model_dir', 'wordpiece_counter', 'word_counter', 'Block', 'md_blocks', 'Chunk', 'chunk_lines']
+__all__ = ['LONG', 'model_dir', 'wordpiece_counter', 'word_counter', 'Block', 'md_blocks', 'Chunk', 'chunk_lines']
 
 # %% ../../nbs/engine/02_chunk.ipynb #c40a66f5
 def model_dir() -> str:
@@ -31,7 +31,15 @@ def wordpiece_counter(folder:str|None=None # model folder holding tokenizer.json
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(os.path.join(folder or model_dir(), 'tokenizer.json'))
     tok.no_truncation(); tok.no_padding()
-    return lambda texts: [len(e.ids) for e in tok.encode_batch_fast(list(texts), add_special_tokens=False)] # no offsets: faster
+    return lambda texts: [len(e.ids) for b in _batches(list(texts)) for e in tok.encode_batch_fast(b, add_special_tokens=False)] # no offsets: faster
+
+def _batches(texts:list[str], chars:int=1 << 18) -> list[list[str]]:
+    "`texts` in consecutive batches of about `chars` characters: the tokenizer holds a whole batch's encodings (about 200 bytes a character)."
+    out, size = [[]], 0
+    for t in texts:
+        if out[-1] and size + len(t) > chars: out.append([]); size = 0
+        out[-1].append(t); size += len(t)
+    return out
 
 def word_counter(texts:list[str]) -> list[int]:
     "Whitespace word counts: a fast, deterministic stand-in for tests."
@@ -91,14 +99,26 @@ class Chunk:
         return f"{self.title}\n{head}\n\n{text}" if head else f"{self.title}\n\n{text}"
 
 # %% ../../nbs/engine/02_chunk.ipynb #53beb3c1
+LONG = 1 << 14 # characters counted in one piece: a longer line or block is cut before the tokenizer sees it (a 55 MB line made it fail)
+
+def _long_line(line:str, count, budget) -> list[str]:
+    "A line too long to count whole, cut by words into pieces of about `budget` tokens (the rate measured on its start), none over `LONG` characters."
+    words, head = line.split(' '), line[:LONG]
+    step = max(1, int(budget * len(head.split(' ')) / max(count([head])[0], 1) * 0.9))
+    parts = [' '.join(words[k:k + step]) for k in range(0, len(words), step)]
+    return [p[k:k + LONG] for p in parts for k in range(0, len(p), LONG)] # a run without blanks is cut where it must
+
 def _split_big(lines, b, count, budget, tokens:int|None=None # the block's count, reused when it is a single line
               ):
     "Cut an oversized block into pieces of at most `budget` tokens, at line ends, or words for a single long line."
     pieces, cur, cur_t = [], [], 0
-    ts = [tokens] if tokens is not None and b.end - b.start == 1 else count(lines[b.start:b.end]) # one call for all the lines
-    for i, t in zip(range(b.start, b.end), ts):
+    short = [i for i in range(b.start, b.end) if len(lines[i]) <= LONG]
+    ts = dict(zip(short, [tokens] if tokens is not None and b.end - b.start == 1 else count([lines[i] for i in short]))) # one call for all the lines
+    for i in range(b.start, b.end):
+        t = ts.get(i, budget + 1)
         if t > budget:
             if cur: pieces.append((cur[0], cur[-1] + 1, None)); cur, cur_t = [], 0
+            if i not in ts: pieces += [(i, i + 1, p) for p in _long_line(lines[i], count, budget)]; continue
             words, step = lines[i].split(' '), max(1, int(budget * len(lines[i].split(' ')) / max(t, 1) * 0.9))
             pieces += [(i, i + 1, ' '.join(words[k:k + step])) for k in range(0, len(words), step)]
             continue
@@ -109,11 +129,13 @@ def _split_big(lines, b, count, budget, tokens:int|None=None # the block's count
 
 def _units(lines, blocks, count, budget):
     "Blocks as (start, end, text, tokens, headings, is_heading), oversized ones cut down."
-    toks = count(['\n'.join(lines[b.start:b.end]) for b in blocks])
+    small = [k for k, b in enumerate(blocks) if sum(len(l) + 1 for l in lines[b.start:b.end]) <= LONG]
+    toks = dict(zip(small, count(['\n'.join(lines[blocks[k].start:blocks[k].end]) for k in small]))) # a longer block is cut line by line
     out = []
-    for b, t in zip(blocks, toks):
+    for k, b in enumerate(blocks):
+        t = toks.get(k, budget + 1)
         if t <= budget: out.append((b.start, b.end, '\n'.join(lines[b.start:b.end]), t, b.headings, b.heading)); continue
-        pieces = _split_big(lines, b, count, budget, t)
+        pieces = _split_big(lines, b, count, budget, toks.get(k))
         texts = [txt if txt is not None else '\n'.join(lines[s:e]) for s, e, txt in pieces]
         out += [(s, e, x, n, b.headings, False) for (s, e, _), x, n in zip(pieces, texts, count(texts))] # one call for all pieces
     return out

@@ -14,9 +14,10 @@ from .errors import QmdError
 # %% auto #0
 __all__ = ['FORMATS', 'KINDS', 'CONVERTED', 'CONVERTIBLE', 'CONTENT_TYPES', 'DEFAULT_MASK', 'CONVERTER_VERSION', 'PDF_MAX_PAGES',
            'PDF_MAX_SECONDS', 'DOCX_MAX_EXPANDED', 'DOCX_MAX_ENTRIES', 'HTML_HEAD_MAX', 'HTML_MAX_DEPTH',
-           'HTML_MAX_GROWTH', 'HTML_MIN_OUTPUT', 'ConversionError', 'kind_of', 'decode_text', 'Converted', 'page_of',
-           'iso_date', 'utc_iso', 'pdf_to_markdown', 'docx_to_markdown', 'html_charset', 'html_to_markdown',
-           'convert_bytes', 'convert_file', 'Converter', 'convert_many']
+           'HTML_MAX_GROWTH', 'HTML_MIN_OUTPUT', 'HTML_MAX_BYTES', 'HTML_MAX_SECONDS', 'HTML_PIECE', 'ConversionError',
+           'kind_of', 'decode_text', 'Converted', 'page_of', 'iso_date', 'utc_iso', 'pdf_to_markdown',
+           'docx_to_markdown', 'html_charset', 'html_to_markdown', 'convert_bytes', 'convert_file', 'Converter',
+           'convert_many']
 
 # %% ../../nbs/engine/02a_convert.ipynb #63474089
 FORMATS = dict( # kind -> (extensions, MIME types, converter name: a function of this module taking (data, charset), None: text)
@@ -117,8 +118,15 @@ def _pdf_pages(r, max_pages:int, max_seconds:float) -> list[list[str]]:
     for p in r.pages:
         if time.monotonic() > end:
             raise ConversionError(f"PDF text extraction took over {max_seconds:g} s (limit {max_seconds:g} s; {len(out)} of {n} pages read)")
-        out.append(_clean_lines(p.extract_text() or ''))
+        out.append(_clean_lines(p.extract_text() or '')); _forget_decoded(p)
     return out
+
+def _forget_decoded(page):
+    "Drop the decoded content streams pypdf keeps on a page once its text is out (70 MB pages: 2.2 GB held for 40 of them)."
+    c = page.get('/Contents')
+    c = c.get_object() if c is not None else None
+    for s in c if isinstance(c, list) else [c]: # one stream, or an array of them
+        if hasattr(s := s.get_object() if s is not None else None, 'decoded_self'): s.decoded_self = None
 
 def pdf_to_markdown(data:bytes, charset:str|None=None, # unused: every converter takes it (see `FORMATS`)
                     max_pages:int=PDF_MAX_PAGES, # more pages than this: refused
@@ -227,6 +235,9 @@ HTML_HEAD_MAX = 1 << 16 # characters of a page read for its title and meta tags
 HTML_MAX_DEPTH = 64 # lists and quotes nested in one another: html2text indents each line by its depth, quadratic in it (2*10^4 levels: 91 s)
 HTML_MAX_GROWTH = 8 # markdown at most this many times the page's characters (tags go, so it is usually smaller; 200 KB of nested quotes gave 200 MB)
 HTML_MIN_OUTPUT = 1 << 16 # characters of markdown any page may give, however small
+HTML_MAX_BYTES = 16 << 20 # largest page converted: parsing takes up to 64 times its size (a page of 10^6 attributes); the HTML5 spec on one page is 13 MB
+HTML_MAX_SECONDS = 60.0 # seconds of conversion for one page, checked between pieces of `HTML_PIECE` characters
+HTML_PIECE = 1 << 20
 _NEST_RE = re.compile(r'<(/?)(?:ul|ol|dl|blockquote)\b', re.I)
 _HTML_META = {'author': 'author', 'article:author': 'author', 'dc.creator': 'author', 'description': 'description',
               'keywords': 'keywords', 'article:published_time': 'created', 'date': 'created', 'dc.date': 'created',
@@ -237,7 +248,9 @@ def html_charset(data:bytes, declared:str|None=None) -> str:
     "The text of an HTML page in the declared charset, the page's own `<meta charset>`, UTF-8 or Windows-1252."
     head = data[:4096].decode('ascii', 'replace')
     m = re.search(r'''<meta[^>]+charset\s*=\s*["']?([\w-]+)''', head, re.I)
-    for cs in (declared, m and m.group(1), 'utf-8'):
+    own = m and m.group(1).lower()
+    own = 'utf-8' if own and own.startswith('utf-16') else None if own == 'utf-7' else own # a page that says UTF-16 is not (WHATWG)
+    for cs in (declared, own, 'utf-8'):
         if not cs: continue
         try: return data.decode(cs)
         except (LookupError, UnicodeDecodeError): continue
@@ -278,17 +291,41 @@ def _capped_out(h, limit:int, growth:int):
         h.outtextf(s)
     return out
 
+_TAGLIKE = re.compile(r'<[A-Za-z/!?]')
+
+def _unclosed(page:str) -> str:
+    "`page` with a comment left open cut off (it runs to the end), and, when there are many, each `<` whose tag never closes before the next `<` made text."
+    if (c := page.find('<!--')) != -1 and page.find('-->', c + 4) == -1: page = page[:c]
+    starts = [m.start() for m in _TAGLIKE.finditer(page)]
+    nxt = [page.find('>', s) for s in starts] # at most one scan per tag start: each stops at the first `>`
+    bad = [s for s, n, after in zip(starts, nxt, starts[1:] + [len(page)]) if n == -1 or n > after]
+    if len(bad) < 1000: return page # a few stray `<` in a real page: left to the parser
+    parts, at = [], 0
+    for s in bad: parts += [page[at:s], '&lt;']; at = s + 1
+    return ''.join(parts) + page[at:] # Python 3.11's html.parser rescans the rest of the page from each unclosed tag: 120 KB took 85 s
+
+def _convert_html(h, page:str, max_seconds:float) -> str:
+    "html2text's `handle`, fed a piece at a time and stopped past `max_seconds`."
+    h.start, end = True, time.monotonic() + max_seconds
+    for k in range(0, len(page), HTML_PIECE):
+        if time.monotonic() > end: raise ConversionError(f"HTML conversion took over {max_seconds:g} s (limit {max_seconds:g} s)")
+        h.feed(page[k:k + HTML_PIECE])
+    h.feed('')
+    return h.optwrap(h.finish())
+
 def html_to_markdown(data:bytes, charset:str|None=None, # charset the server declared
                      max_depth:int=HTML_MAX_DEPTH, # lists and quotes nested deeper: refused
-                     max_growth:int=HTML_MAX_GROWTH # markdown longer than this many times the page: refused
+                     max_growth:int=HTML_MAX_GROWTH, # markdown longer than this many times the page: refused
+                     max_seconds:float=HTML_MAX_SECONDS # conversion still running after this: refused
                     ) -> Converted:
     "An HTML page as markdown, with its title, author and dates."
     import html2text
-    page = html_charset(data, charset)
+    if len(data) > HTML_MAX_BYTES: raise ConversionError(f"HTML page of {_mb(len(data))} MB (limit {_mb(HTML_MAX_BYTES)} MB)")
+    page = _unclosed(html_charset(data, charset))
     if (depth := _html_depth(page)) > max_depth: raise ConversionError(f"HTML nests lists or quotes {depth} levels deep (limit {max_depth})")
     h = html2text.HTML2Text(); h.body_width, h.ignore_images, h.unicode_snob, h.single_line_break = 0, True, True, False
     h.out = _capped_out(h, max(len(page) * max_growth, HTML_MIN_OUTPUT), max_growth)
-    try: md = h.handle(page)
+    try: md = _convert_html(h, page, max_seconds)
     except (AssertionError, ValueError, IndexError) as e: raise ConversionError(f"unreadable HTML: {e}") from None
     md = re.sub(r'\n{3,}', '\n\n', '\n'.join(l.rstrip() for l in md.replace('\r', '').split('\n'))).strip('\n')
     if not md.strip(): raise ConversionError("no extractable text (the HTML page has no text)")
@@ -302,7 +339,9 @@ def convert_bytes(data:bytes, # the file's bytes
                  ) -> Converted:
     "The markdown and metadata of a document."
     if kind not in FORMATS: raise ConversionError(f"unsupported file type {kind!r}" + (f" ({name})" if name else ''))
-    if conv := FORMATS[kind][2]: return globals()[conv](data, charset) # a converter of this module, by name (`FORMATS`)
+    if conv := FORMATS[kind][2]:
+        try: return globals()[conv](data, charset) # a converter of this module, by name (`FORMATS`)
+        except MemoryError: raise ConversionError(f"ran out of memory converting it ({_mb(len(data))} MB of {kind.upper()})") from None # one file, not the update
     try: return Converted(decode_text(data), {'file_type': kind}, kind)
     except ValueError as e: raise ConversionError(str(e)) from None
 

@@ -155,7 +155,8 @@ def shown_name(name:str) -> str:
 def discover(root:str|Path, # collection folder
              masks:list[str], # masks a relative path must match
              left_out:dict|None=None, # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files
-             bad_names:list|None=None # if given, gets the (escaped) relative paths of files and folders whose names are not UTF-8, which are left out
+             bad_names:list|None=None, # if given, gets the (escaped) relative paths of files and folders whose names are not UTF-8, which are left out
+             unread:list|None=None # if given, gets (relative path, reason) of each folder inside that could not be opened (its files are left out)
             ):
     "Yield (relative path, path to read, stat) of every file of the collection (a link inside it: its target)."
     real_root, m = os.path.realpath(root), masks_re(tuple(masks))
@@ -165,7 +166,9 @@ def discover(root:str|Path, # collection folder
     while stack:
         folder, real, rel = stack.pop()
         try: fd, entries = _open_folder(folder)
-        except OSError: continue
+        except OSError as e: # e.g. a path past the system's limit, a folder without read permission
+            if rel and unread is not None: unread.append((shown_name(rel.rstrip('/')), e.strerror or type(e).__name__))
+            continue
         pre = folder if folder.endswith(os.sep) else folder + os.sep
         try: yield from _files(entries, pre, real, rel, left_out, match, nm, inside, seen, stack, bad_names)
         finally:
@@ -212,11 +215,12 @@ class Listing:
 def listing(root:str|Path, # collection folder
             masks:list[str], # masks a relative path must match
             left_out:dict|None=None, # as `discover`
-            bad_names:list|None=None # as `discover`
+            bad_names:list|None=None, # as `discover`
+            unread:list|None=None # as `discover`
            ) -> Listing:
     "The collection's files (as `discover` yields them) as a `Listing`."
     keys, fulls, stats, sig = [], [], [], []
-    for r, full, st in discover(root, masks, left_out, bad_names):
+    for r, full, st in discover(root, masks, left_out, bad_names, unread):
         keys.append(r); fulls.append(full); stats.append(st); sig += (st.st_size, st.st_mtime_ns, st.st_ino)
     try: packed = array('q', sig).tobytes()
     except OverflowError: packed = None # e.g. an inode number past 2**63: compared file by file instead

@@ -144,14 +144,15 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
         raise NotFound(f"Collection '{c.name}' folder {c.path} now leads to {real} (it, or a folder above it, became a link): not updated; add it again if that is meant")
     began, since = time.time_ns(), scan_started(store, c.name)
     if since is None: note_scan(store, c.name, began) # a run killed before its end must still find what it read racy
-    left_out, snap, bad = {}, (snaps or {}).get(c.name), []
-    ls = listing(c.path, c.masks, left_out, bad)
-    if snap is not None and unchanged_since(ls, snap, since) and not has_problems(store, c.name) and not bad:
+    left_out, snap, bad, unread = {}, (snaps or {}).get(c.name), [], []
+    ls = listing(c.path, c.masks, left_out, bad, unread)
+    if snap is not None and unchanged_since(ls, snap, since) and not has_problems(store, c.name) and not bad and not unread:
         return UpdateStats(c.name, unchanged=len(ls.keys), left_out=left_out) # nothing changed: nothing is written
     files, known, same = narrow(ls, snap, since) if snap is not None else (list(zip(ls.keys, ls.fulls, ls.stats)), doc_index(store, c.name), 0)
     stats, maybe = _sync(store, c, files, known, since, an, progress, batch, convert_batch, workers)
     stats.unchanged += same; stats.left_out = left_out
     stats.problems.update({b: "its name is not UTF-8 (bytes no text can hold): rename it to index it" for b in bad}); stats.skipped += len(bad)
+    stats.problems.update({f'{p}/': f"folder not read ({why}): its files are left out" for p, why in unread}); stats.skipped += len(unread)
     set_problems(store, c.name, stats.problems); mark_updated(store, c.name, began)
     if snaps is not None: snaps[c.name] = snapshot_after(store, c.name, ls, snap, files, known)
     if orphans is not None: orphans += maybe
