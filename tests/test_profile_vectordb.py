@@ -45,7 +45,8 @@ def test_vectordb_contract(qmd, tmp_path, web):
         'todo.txt': "Buy milk. Read about the platypus.\n",
         'spec.pdf': make_pdf(['The capybara protocol starts here. ' + FILLER * 30, FILLER * 20 + 'The second page defines the quokka handshake. ' + FILLER * 10]),
         'memo.docx': make_docx('Rotation memo', ['Rotate the numbat disks every Friday.']),
-        'pouch.md': '# Pouch\n\nMarsupials carry their young in a pouch.\n'})
+        'pouch.md': '# Pouch\n\nMarsupials carry their young in a pouch.\n',
+        'zebras.md': '# Zebras\n\n' + '\n\n'.join(f'Zebra herd {i} grazes the plain; the stripes of each zebra differ. ' + FILLER * 12 for i in range(8))})
     os.utime(files/'todo.txt', (1577836800, 1577836800)) # 2020-01-01: the document's date, whenever it is ingested
     write_tree(tmp_path/'notes', {'ideas.md': '# Ideas\n\nA learning rate finder.\n'})
     qmd('collection', 'add', tmp_path/'notes', '--name', 'notes')
@@ -64,6 +65,8 @@ def test_vectordb_contract(qmd, tmp_path, web):
         o['docx'] = await call('ingest_file', {'path': str(files/'memo.docx'), 'library': 'specs'})
         o['url'] = await call('ingest_url', {'url': web + '/guide.html', 'library': 'web'})
         o['web'] = await call('search', {'query': 'wombats dig burrows', 'library': 'web'})
+        await call('ingest_file', {'path': str(files/'zebras.md'), 'library': 'stripes'})
+        o['chunks'] = await call('search', {'query': 'zebra stripes herd', 'library': 'stripes', 'top_k': 10})
         o['search'] = await call('search', {'query': 'learning rate warm up', 'top_k': 5})
         o['quokka'] = await call('search', {'query': 'quokka handshake', 'filter': {'file_type': 'pdf'}})
         o['page1'] = await call('search', {'query': 'quokka capybara', 'filter': {'file_type': 'pdf', 'page': 1}})
@@ -113,7 +116,7 @@ def test_vectordb_contract(qmd, tmp_path, web):
     assert set(d['documents'][0]) == {'doc_id', 'source', 'title', 'library', 'content_hash', 'created_at', 'metadata', 'chunk_count'}
     assert o['page'].structured_content['count'] == 2
     libs = {l['library']: l for l in o['libs'].structured_content['libraries']}
-    assert {k: v['document_count'] for k, v in libs.items()} == {'notes': 1, 'papers': 1, 'default': 1, 'specs': 2, 'web': 1, 'zoo': 1}
+    assert {k: v['document_count'] for k, v in libs.items()} == {'notes': 1, 'papers': 1, 'default': 1, 'specs': 2, 'web': 1, 'zoo': 1, 'stripes': 1}
     assert all(v['chunk_count'] >= v['document_count'] for v in libs.values())
     g = o['get'].structured_content
     assert g['content'].startswith('# Attention') and 'Dropout everywhere.' in g['content'] and g['metadata'] == {'project': 'nlp'} and g['chunk_count'] == 1
@@ -131,3 +134,5 @@ def test_vectordb_contract(qmd, tmp_path, web):
     assert [r['last_modified'] for r in o['dated'].structured_content['results']] == ['2020-01-01T00:00:00+00:00'] # the file's date, not the ingestion's
     assert [r['last_modified'] for r in o['web'].structured_content['results']] == ['2015-10-21T07:28:00+00:00'] # the page's Last-Modified
     assert [r['title'] for r in o['meaning'].structured_content['results']] == ['Pouch']
+    ch = o['chunks'].structured_content['results'] # one long document whose every chunk answers: several of its chunks, not one
+    assert len(ch) >= 4 and len({r['doc_id'] for r in ch}) == 1 and len({r['chunk_index'] for r in ch}) == len(ch), ch
