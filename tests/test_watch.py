@@ -135,3 +135,21 @@ def test_incremental_equals_fresh(tmp_path):
     assert st.q("SELECT COUNT(*) FROM content")[0][0] == fresh.q("SELECT COUNT(*) FROM content")[0][0] # no orphans left
     for q in ('archive files', 'list directory contents', 'network interface', 'git commit', 'compress'):
         assert [(r.file, round(r.score, 6)) for r in search(st, q, 10)] == [(r.file, round(r.score, 6)) for r in search(fresh, q, 10)], q
+
+def test_storm_with_lost_events_is_caught_up(qmd, tmp_path):
+    "The kernel drops inotify events when its queue overflows (made short here: 64); once the storm is over the watcher checks the collection whole."
+    queue = Path('/proc/sys/fs/inotify/max_queued_events'); old = queue.read_text()
+    root = write_tree(tmp_path/'notes', {'a.md': '# Alpha\n\nfirst note\n'})
+    qmd('collection', 'add', root, '--name', 'notes')
+    queue.write_text('64\n')
+    try: # an inotify instance keeps the queue length it was made with
+        p = subprocess.Popen([QMD_BIN, 'watch'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
+        assert p.stderr.readline().startswith('Watching notes')
+    finally: queue.write_text(old)
+    try:
+        for i in range(1500): (root/f'n{i}.md').write_text(f'# Note {i}\n\nstormword{i}\n', encoding='utf-8')
+        until(lambda: qmd.json('status', '--json')['total_documents'] == 1501, timeout=60)
+        assert found(qmd, 'stormword1499') == ['notes/n1499.md']
+    finally:
+        p.send_signal(signal.SIGTERM); p.communicate(timeout=30)
+    assert 'notes: 0 indexed, 0 updated' in qmd('update').stdout # nothing left for a full update

@@ -309,9 +309,9 @@ def _found(c:Collection, rels:list[str]) -> tuple[list, list]:
         full = os.path.join(root, rel)
         try: st = os.stat(full)
         except OSError: folders.append(rel); continue # gone: it was a file or a folder
+        folders.append(rel) # a folder, or what was one (a file or link now in its place): what was under it is looked at too
         if os.path.islink(full) and not inside(os.path.realpath(full)): continue # as `discover`: links out of the collection are not followed
         if stat.S_ISDIR(st.st_mode):
-            folders.append(rel)
             files.update({f'{rel}/{r}': (f'{rel}/{r}', f, s) for r, f, s in discover(full, ['**']) if mask_match(c.masks, f'{rel}/{r}')})
         elif stat.S_ISREG(st.st_mode) and mask_match(c.masks, rel): files[rel] = (rel, os.path.realpath(full) if os.path.islink(full) else full, st)
     return list(files.values()), folders

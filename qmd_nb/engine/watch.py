@@ -16,7 +16,7 @@ from .store import Store, now_iso
 from .index import update, update_paths
 
 # %% auto #0
-__all__ = ['watched_roots', 'route', 'Freshness', 'limited_freshness', 'Watcher']
+__all__ = ['STORM_PATHS', 'watched_roots', 'route', 'Freshness', 'limited_freshness', 'storm_paths', 'Watcher']
 
 # %% ../../nbs/engine/10a_watch.ipynb #152a8790
 def watched_roots(store:Store) -> dict[str, str]:
@@ -80,6 +80,13 @@ def limited_freshness(f:Freshness, # the whole watcher's figures
                      latest.last_indexed, latest.keyword_seconds, vec, latest.vector_seconds, next((r.error for r in rs if r.error), None))
 
 # %% ../../nbs/engine/10a_watch.ipynb #dd19cef9
+STORM_PATHS = 500 # a batch of this many paths in one collection: once events stop, the collection is checked whole (events may have been lost)
+
+def storm_paths(queue:str='/proc/sys/fs/inotify/max_queued_events') -> int:
+    "Paths in one batch that make a storm: `STORM_PATHS`, or fewer when the kernel's event queue is short (a batch cut by an overflow holds about a queue's worth)."
+    try: return max(1, min(STORM_PATHS, int(Path(queue).read_text()) // 4))
+    except (OSError, ValueError): return STORM_PATHS
+
 class Watcher:
     "Keeps a store's index fresh from file-system events, in background threads."
     def __init__(self, store:Store,
@@ -90,7 +97,7 @@ class Watcher:
                  catch_up:bool=True # run a full `update` once the watch is armed
                 ):
         self.store, self.embedder, self.listeners = store, embedder, listeners if listeners is not None else []
-        self.step_ms, self.debounce_ms, self.catch_up = step_ms, debounce_ms, catch_up
+        self.step_ms, self.debounce_ms, self.catch_up, self.storm = step_ms, debounce_ms, catch_up, storm_paths()
         self.stopping, self._wake, self._ready = threading.Event(), threading.Event(), threading.Event()
         self._fresh, self._lock, self._threads, self._to_embed, self._embed_since = Freshness(), threading.Lock(), [], set(), None
         self._per, self._sets, self._embedding = {}, Counter(), set() # each collection's own figures, for a view limited to some
@@ -137,26 +144,29 @@ class Watcher:
             self._set(watching=bool(roots), collections=sorted(roots))
             if not roots: self._ready.set(); self.stopping.wait(1); continue
             try:
-                first = True
+                first, storm = True, set()
                 for changes in watch(*sorted(set(roots.values())), watch_filter=None, debounce=self.debounce_ms, step=self.step_ms,
                                      stop_event=self.stopping, rust_timeout=1000, yield_on_timeout=True, raise_interrupt=False):
                     if first: # the watch is armed now: catch up with what changed while nobody watched
                         first = False
                         if self.catch_up: self._batch(lambda: update(self.store, sorted(roots), progress=False), time.time(), sorted(roots))
                         self._ready.set()
-                    if changes: self._apply(changes, roots)
+                    if changes: storm |= self._apply(changes, roots)
+                    elif storm: # quiet after a storm: the kernel drops events when its queue overflows, and watchfiles does not say so
+                        self._batch(lambda: update(self.store, sorted(storm), progress=False), time.time(), sorted(storm)); storm = set()
                     if watched_roots(self.store) != roots: break # collections were added or removed
             except (OSError, RuntimeError) as e: # a folder vanished under the watch, or inotify ran out of watches
                 self._set(error=f"{type(e).__name__}: {e}"); self._ready.set(); self.stopping.wait(1)
         self._set(watching=False)
 
-    def _apply(self, changes:set, roots:dict):
-        "Bring one batch of events into the index."
+    def _apply(self, changes:set, roots:dict) -> set:
+        "Bring one batch of events into the index; the collections it changed so much that they are checked whole once it is quiet."
         t, routed = time.time(), route({p for _, p in changes}, roots)
-        if not routed: return
+        if not routed: return set()
         self._set(pending=sum(map(len, routed.values())), last_change=(ts := now_iso()))
         for n, paths in routed.items(): self._note([n], pending=len(paths), last_change=ts)
         self._batch(lambda: [update_paths(self.store, name, paths) for name, paths in routed.items()], t, list(routed))
+        return {n for n, paths in routed.items() if len(paths) >= self.storm}
 
     def _batch(self, work:Callable, t:float, names:list):
         "Run one batch of index work on collections `names`; record it, tell the listeners, and wake the embedder."
