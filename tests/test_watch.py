@@ -153,3 +153,24 @@ def test_storm_with_lost_events_is_caught_up(qmd, tmp_path):
     finally:
         p.send_signal(signal.SIGTERM); p.communicate(timeout=30)
     assert 'notes: 0 indexed, 0 updated' in qmd('update').stdout # nothing left for a full update
+
+NO_DAC = ['setpriv', '--bounding-set', '-dac_override,-dac_read_search', '--inh-caps', '-dac_override,-dac_read_search'] # root that obeys file modes
+
+def test_unreadable_folder_and_broken_config_keep_the_watcher_going(qmd, tmp_path):
+    "A folder inside that cannot be read stops watchfiles arming any watch: the watcher rescans instead; a config file broken mid-run is waited out."
+    root = write_tree(tmp_path/'notes', {'open/a.md': '# Alpha\n\nfirst note\n', 'locked/b.md': '# Bravo\n\nlocked note\n'})
+    qmd('collection', 'add', root, '--name', 'notes')
+    (root/'locked').chmod(0)
+    p = subprocess.Popen(NO_DAC + [QMD_BIN, 'watch'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
+    try:
+        (root/'open'/'late.md').write_text('# Late\n\nwombats arrive\n', encoding='utf-8')
+        until(lambda: found(qmd, 'wombats') == ['notes/open/late.md'], timeout=30) # by the rescans (was: never, while locked/ stayed locked)
+        cfg = Path(qmd.env['QMD_NB_HOME'])/'config'/'index.json'; good = cfg.read_text(encoding='utf-8')
+        cfg.write_text('{"collections": ', encoding='utf-8'); time.sleep(3) # a hand edit half done
+        assert p.poll() is None # the watcher waits for a config it can read (it used to stop)
+        cfg.write_text(good, encoding='utf-8'); (root/'locked').chmod(0o755)
+        (root/'open'/'later.md').write_text('# Later\n\nyaks graze\n', encoding='utf-8')
+        until(lambda: found(qmd, 'yaks') == ['notes/open/later.md'], timeout=30)
+    finally:
+        (root/'locked').chmod(0o755); p.send_signal(signal.SIGTERM); out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err

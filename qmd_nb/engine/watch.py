@@ -16,7 +16,7 @@ from .store import Store, now_iso
 from .index import update, update_paths
 
 # %% auto #0
-__all__ = ['STORM_PATHS', 'watched_roots', 'route', 'Freshness', 'limited_freshness', 'storm_paths', 'Watcher']
+__all__ = ['RESCAN_SECONDS', 'STORM_PATHS', 'watched_roots', 'route', 'Freshness', 'limited_freshness', 'storm_paths', 'Watcher']
 
 # %% ../../nbs/engine/10a_watch.ipynb #152a8790
 def watched_roots(store:Store) -> dict[str, str]:
@@ -80,6 +80,7 @@ def limited_freshness(f:Freshness, # the whole watcher's figures
                      latest.last_indexed, latest.keyword_seconds, vec, latest.vector_seconds, next((r.error for r in rs if r.error), None))
 
 # %% ../../nbs/engine/10a_watch.ipynb #dd19cef9
+RESCAN_SECONDS = 5.0 # while the folders cannot be watched (a folder inside unreadable), they are rescanned this often instead
 STORM_PATHS = 500 # a batch of this many paths in one collection: once events stop, the collection is checked whole (events may have been lost)
 
 def storm_paths(queue:str='/proc/sys/fs/inotify/max_queued_events') -> int:
@@ -140,24 +141,36 @@ class Watcher:
         from watchfiles import watch
         import qmd_nb.engine.keyword # numpy and the index code: now, rather than in the first save's batch
         while not self.stopping.is_set():
-            roots = watched_roots(self.store)
+            if (roots := self._roots()) is None: self._ready.set(); self.stopping.wait(1); continue
             self._set(watching=bool(roots), collections=sorted(roots))
             if not roots: self._ready.set(); self.stopping.wait(1); continue
-            try:
-                first, storm = True, set()
-                for changes in watch(*sorted(set(roots.values())), watch_filter=None, debounce=self.debounce_ms, step=self.step_ms,
-                                     stop_event=self.stopping, rust_timeout=1000, yield_on_timeout=True, raise_interrupt=False):
-                    if first: # the watch is armed now: catch up with what changed while nobody watched
-                        first = False
-                        if self.catch_up: self._batch(lambda: update(self.store, sorted(roots), progress=False), time.time(), sorted(roots))
-                        self._ready.set()
-                    if changes: storm |= self._apply(changes, roots)
-                    elif storm: # quiet after a storm: the kernel drops events when its queue overflows, and watchfiles does not say so
-                        self._batch(lambda: update(self.store, sorted(storm), progress=False), time.time(), sorted(storm)); storm = set()
-                    if watched_roots(self.store) != roots: break # collections were added or removed
-            except (OSError, RuntimeError) as e: # a folder vanished under the watch, or inotify ran out of watches
-                self._set(error=f"{type(e).__name__}: {e}"); self._ready.set(); self.stopping.wait(1)
+            try: self._watch(watch, roots)
+            except (OSError, RuntimeError) as e: # a folder vanished, one inside cannot be read, or inotify ran out of watches
+                self._set(error=f"{type(e).__name__}: {e}; rescanning every {RESCAN_SECONDS:g} s instead"); self._ready.set()
+                self._rescan(roots); self.stopping.wait(RESCAN_SECONDS) # watchfiles arms nothing while one folder is unreadable
         self._set(watching=False)
+
+    def _watch(self, watch, roots:dict):
+        "One armed watch of `roots`, until stopped or the set of collections changes."
+        first, storm = True, set()
+        for changes in watch(*sorted(set(roots.values())), watch_filter=None, debounce=self.debounce_ms, step=self.step_ms,
+                             stop_event=self.stopping, rust_timeout=1000, yield_on_timeout=True, raise_interrupt=False):
+            if first: # the watch is armed now: catch up with what changed while nobody watched
+                first = False; self._set(error=None)
+                if self.catch_up: self._rescan(roots)
+                self._ready.set()
+            if changes: storm |= self._apply(changes, roots)
+            elif storm: self._rescan(storm); storm = set() # quiet after a storm: the kernel drops events when its queue overflows, and watchfiles does not say so
+            if self._roots() != roots: break # collections were added or removed (or the config cannot be read)
+
+    def _roots(self) -> dict|None:
+        "The watched folders, or None while the config cannot be read (e.g. during a hand edit; the error is recorded)."
+        try: return watched_roots(self.store)
+        except QmdError as e: self._set(error=str(e)); return None
+
+    def _rescan(self, names):
+        "A full `update` of these collections, as one batch."
+        self._batch(lambda: update(self.store, sorted(names), progress=False), time.time(), sorted(names))
 
     def _apply(self, changes:set, roots:dict) -> set:
         "Bring one batch of events into the index; the collections it changed so much that they are checked whole once it is quiet."
