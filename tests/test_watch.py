@@ -138,14 +138,14 @@ def test_incremental_equals_fresh(tmp_path):
 
 def test_storm_with_lost_events_is_caught_up(qmd, tmp_path):
     "The kernel drops inotify events when its queue overflows (made short here: 64); once the storm is over the watcher checks the collection whole."
-    queue = Path('/proc/sys/fs/inotify/max_queued_events'); old = queue.read_text()
+    queue = Path('/proc/sys/fs/inotify/max_queued_events'); old = queue.read_text(encoding='ascii')
     root = write_tree(tmp_path/'notes', {'a.md': '# Alpha\n\nfirst note\n'})
     qmd('collection', 'add', root, '--name', 'notes')
-    queue.write_text('64\n')
+    queue.write_text('64\n', encoding='ascii')
     try: # an inotify instance keeps the queue length it was made with
         p = subprocess.Popen([QMD_BIN, 'watch'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
         assert p.stderr.readline().startswith('Watching notes')
-    finally: queue.write_text(old)
+    finally: queue.write_text(old, encoding='ascii')
     try:
         for i in range(1500): (root/f'n{i}.md').write_text(f'# Note {i}\n\nstormword{i}\n', encoding='utf-8')
         until(lambda: qmd.json('status', '--json')['total_documents'] == 1501, timeout=60)

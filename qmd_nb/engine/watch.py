@@ -85,7 +85,7 @@ STORM_PATHS = 500 # a batch of this many paths in one collection: once events st
 
 def storm_paths(queue:str='/proc/sys/fs/inotify/max_queued_events') -> int:
     "Paths in one batch that make a storm: `STORM_PATHS`, or fewer when the kernel's event queue is short (a batch cut by an overflow holds about a queue's worth)."
-    try: return max(1, min(STORM_PATHS, int(Path(queue).read_text()) // 4))
+    try: return max(1, min(STORM_PATHS, int(Path(queue).read_text(encoding='ascii')) // 4))
     except (OSError, ValueError): return STORM_PATHS
 
 class Watcher:
