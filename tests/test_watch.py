@@ -1,5 +1,6 @@
 "Watching: real folders, the real inotify watcher, `qmd-nb watch` and `serve --watch` as processes, MCP clients told of changes."
 import asyncio, os, signal, subprocess, sys, time
+import pytest
 from pathlib import Path
 import httpx
 from conftest import QMD_BIN, write_tree
@@ -174,3 +175,23 @@ def test_unreadable_folder_and_broken_config_keep_the_watcher_going(qmd, tmp_pat
     finally:
         (root/'locked').chmod(0o755); p.send_signal(signal.SIGTERM); out, err = p.communicate(timeout=30)
     assert p.returncode == 0, err
+
+def test_collection_folder_unmounted_and_mounted_again(qmd, tmp_path, mounts):
+    "A collection on a drive: when it is unmounted (or mounted again) the watches see nothing there, so the watcher re-arms and catches up."
+    root = tmp_path/'drive'; root.mkdir()
+    if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', str(root)], capture_output=True).returncode: pytest.skip('cannot mount tmpfs here')
+    mounts.append(root)
+    write_tree(root, {'a.md': '# Alpha\n\nfirst note\n'})
+    qmd('collection', 'add', root, '--name', 'drive')
+    p = subprocess.Popen([QMD_BIN, 'watch'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
+    try:
+        assert p.stderr.readline().startswith('Watching drive')
+        subprocess.run(['umount', str(root)], check=True); mounts.remove(root)
+        (root/'bare.md').write_text('# Bare\n\nwombats under the mount\n', encoding='utf-8') # the folder under the drive
+        until(lambda: found(qmd, 'wombats') == ['drive/bare.md'], timeout=30) # was: never (the watch was on the unmounted drive)
+        assert found(qmd, 'first note') == []
+        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', str(root)], check=True); mounts.append(root)
+        (root/'back.md').write_text('# Back\n\nyaks on the drive\n', encoding='utf-8')
+        until(lambda: found(qmd, 'yaks') == ['drive/back.md'], timeout=30)
+    finally:
+        p.send_signal(signal.SIGTERM); p.communicate(timeout=30)

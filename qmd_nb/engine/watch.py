@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/watch.html.md"""
 
 # %% ../../nbs/engine/10a_watch.ipynb #bb7f347f
 from __future__ import annotations
-import os, threading, time
+import os, sqlite3, threading, time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +60,7 @@ class Freshness:
     def summary(self) -> str:
         "One line for people."
         if not self.watching: return f"Watching: no{' (' + self.error + ')' if self.error else ''}"
+        if self.error and 'rescanning' in self.error: return f"Watching by rescans: {len(self.collections)} collection{'s' * (len(self.collections) != 1)} ({self.error})"
         kw = f", keyword index {self.keyword_seconds:.2f} s after the change" if self.keyword_seconds is not None else ''
         vec = f", vectors {self.vectors}" + (f" ({self.vector_seconds:.1f} s)" if self.vector_seconds is not None and self.vectors == 'current' else '')
         return (f"Watching: {len(self.collections)} collection{'s' * (len(self.collections) != 1)}, {self.batches} batch"
@@ -81,6 +82,13 @@ def limited_freshness(f:Freshness, # the whole watcher's figures
 
 # %% ../../nbs/engine/10a_watch.ipynb #dd19cef9
 RESCAN_SECONDS = 5.0 # while the folders cannot be watched (a folder inside unreadable), they are rescanned this often instead
+def _identities(roots:dict) -> dict:
+    "(device, inode) of each watched folder (None when it is gone): a change means the watch lost it."
+    def ident(p):
+        try: s = os.stat(p); return s.st_dev, s.st_ino
+        except OSError: return None
+    return {n: ident(p) for n, p in roots.items()}
+
 STORM_PATHS = 500 # a batch of this many paths in one collection: once events stop, the collection is checked whole (events may have been lost)
 
 def storm_paths(queue:str='/proc/sys/fs/inotify/max_queued_events') -> int:
@@ -152,7 +160,7 @@ class Watcher:
 
     def _watch(self, watch, roots:dict):
         "One armed watch of `roots`, until stopped or the set of collections changes."
-        first, storm = True, set()
+        first, storm, ids = True, set(), _identities(roots)
         for changes in watch(*sorted(set(roots.values())), watch_filter=None, debounce=self.debounce_ms, step=self.step_ms,
                              stop_event=self.stopping, rust_timeout=1000, yield_on_timeout=True, raise_interrupt=False):
             if first: # the watch is armed now: catch up with what changed while nobody watched
@@ -162,6 +170,7 @@ class Watcher:
             if changes: storm |= self._apply(changes, roots)
             elif storm: self._rescan(storm); storm = set() # quiet after a storm: the kernel drops events when its queue overflows, and watchfiles does not say so
             if self._roots() != roots: break # collections were added or removed (or the config cannot be read)
+            if not changes and _identities(roots) != ids: break # a folder mounted, unmounted or replaced: its watches see nothing now
 
     def _roots(self) -> dict|None:
         "The watched folders, or None while the config cannot be read (e.g. during a hand edit; the error is recorded)."
@@ -184,7 +193,7 @@ class Watcher:
     def _batch(self, work:Callable, t:float, names:list):
         "Run one batch of index work on collections `names`; record it, tell the listeners, and wake the embedder."
         try: stats = work()
-        except (QmdError, OSError) as e:
+        except (QmdError, OSError, sqlite3.Error) as e: # recorded; the watcher goes on
             self._set(error=(err := f"{type(e).__name__}: {e}"), pending=0); self._note(names, error=err, pending=0); return
         changed = [s for s in stats if s.changed]
         n = {s.collection: s.indexed + s.updated + s.moved + s.removed for s in changed}
