@@ -296,9 +296,11 @@ _TAGLIKE = re.compile(r'<[A-Za-z/!?]')
 def _unclosed(page:str) -> str:
     "`page` with a comment left open cut off (it runs to the end), and, when there are many, each `<` whose tag never closes before the next `<` made text."
     if (c := page.find('<!--')) != -1 and page.find('-->', c + 4) == -1: page = page[:c]
-    starts = [m.start() for m in _TAGLIKE.finditer(page)]
-    nxt = [page.find('>', s) for s in starts] # at most one scan per tag start: each stops at the first `>`
-    bad = [s for s, n, after in zip(starts, nxt, starts[1:] + [len(page)]) if n == -1 or n > after]
+    starts, nxt, gt = [m.start() for m in _TAGLIKE.finditer(page)], [], -1
+    for s in starts: # the first `>` after each tag start, found by one pass along the page (a search per tag was quadratic again)
+        if gt < s: gt = page.find('>', s); gt = len(page) if gt == -1 else gt
+        nxt.append(gt)
+    bad = [s for s, n, after in zip(starts, nxt, starts[1:] + [len(page)]) if n >= after]
     if len(bad) < 1000: return page # a few stray `<` in a real page: left to the parser
     parts, at = [], 0
     for s in bad: parts += [page[at:s], '&lt;']; at = s + 1
