@@ -263,6 +263,20 @@ def test_input_caps(hostile):
     t = time.monotonic(); r = hostile.post('/ingest', {'source': str(text), 'library': 'big'})
     assert r.status_code == 200 and r.json()['chunk_count'] > 1000 and time.monotonic() - t < 20, (r.text[:300], time.monotonic() - t)
 
+def test_a_conversion_out_of_memory_skips_that_file_only(qmd, tmp_path):
+    "A page whose parse needs more memory than the process may have is skipped by name; the rest is indexed and a rerun stays consistent."
+    docs = write_tree(tmp_path/'docs', {'good.md': '# Good\n\nwombat figures live here\n'})
+    attrs = ' '.join(f'a{i}="x"' for i in range(1_200_000)) # 14 MB: under the 16 MB cap, about 700 MB once html.parser holds its attributes
+    (docs/'bomb.html').write_text(f'<html><body><p {attrs}>hello</p></body></html>', encoding='utf-8')
+    capped = lambda *args: subprocess.run(['prlimit', f'--as={600 * 2**20}', QMD_BIN, *args], env=qmd.env, capture_output=True,
+                                          text=True, encoding='utf-8', timeout=300)
+    for args in (('collection', 'add', docs, '--name', 'c'), ('update',)):
+        r = capped(*map(str, args))
+        assert r.returncode == 0 and 'Traceback' not in r.stderr, (args, r.returncode, r.stderr[-1500:])
+        assert 'skipped bomb.html: ran out of memory converting it (14 MB of HTML)' in r.stdout + r.stderr, (args, r.stdout, r.stderr[-800:])
+    hits = qmd.json('search', 'wombat', '--json')
+    assert [h['file'] for h in hits] == ['c/good.md'], hits
+
 # 5. Links swapped in during an update ------------------------------------------------------------------------------------
 def test_symlink_swapped_in_during_update_is_never_indexed(qmd, tmp_path):
     secret = tmp_path/'private'/'secret.md'; secret.parent.mkdir()
