@@ -195,3 +195,95 @@ def test_collection_folder_unmounted_and_mounted_again(qmd, tmp_path, mounts):
         until(lambda: found(qmd, 'yaks') == ['drive/back.md'], timeout=30)
     finally:
         p.send_signal(signal.SIGTERM); p.communicate(timeout=30)
+
+def test_folder_made_unreadable_while_watching_keeps_its_documents(qmd, tmp_path):
+    "A folder made unreadable while watching: its documents are kept and the problem recorded, as `update` does (the watcher removed them)."
+    root = write_tree(tmp_path/'notes', {'open/a.md': '# Alpha\n\nfirst note\n', 'locked/b.md': '# Bravo\n\nlocked llamas\n'})
+    qmd('collection', 'add', root, '--name', 'notes')
+    p = subprocess.Popen(NO_DAC + [QMD_BIN, 'watch'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
+    try:
+        assert p.stderr.readline().startswith('Watching notes')
+        (root/'locked').chmod(0)
+        (root/'open'/'late.md').write_text('# Late\n\nwombats arrive\n', encoding='utf-8') # in the chmod's batch or a later one
+        until(lambda: found(qmd, 'wombats') == ['notes/open/late.md'])
+        assert found(qmd, 'llamas') == ['notes/locked/b.md'] # kept (was: removed)
+        assert [f['file'] for f in qmd.json('status', '--json')['failures']] == ['notes/locked/'] # and said
+        (root/'locked').chmod(0o755)
+        until(lambda: qmd.json('status', '--json')['failures'] == []) # readable again: the problem is cleared
+        assert found(qmd, 'llamas') == ['notes/locked/b.md']
+    finally:
+        (root/'locked').chmod(0o755); p.send_signal(signal.SIGTERM); p.communicate(timeout=30)
+    (root/'locked').chmod(0)
+    try: out = subprocess.run(NO_DAC + [QMD_BIN, 'update'], env=qmd.env, capture_output=True, text=True, encoding='utf-8', check=True).stdout
+    finally: (root/'locked').chmod(0o755)
+    assert 'notes: 0 indexed, 0 updated, 2 unchanged, 0 removed' in out # update agrees: nothing to change
+
+def test_vanished_collection_folder_is_said_in_status(qmd, tmp_path):
+    "A watched collection's folder renamed away: the status says its folder is missing (it was silently dropped), and no longer once it is back."
+    root = write_tree(tmp_path/'notes', {'a.md': '# Alpha\n\nfirst note\n'})
+    other = write_tree(tmp_path/'other', {'b.md': '# Bravo\n\nsecond\n'})
+    qmd('collection', 'add', root, '--name', 'notes'); qmd('collection', 'add', other, '--name', 'other')
+    s = Server(qmd, '--watch')
+    try:
+        until(lambda: s.get('/status').json()['freshness']['collections'] == ['notes', 'other'])
+        os.rename(other, tmp_path/'away')
+        f = until(lambda: (f := s.get('/status').json()['freshness'])['collections'] == ['notes'] and f)
+        assert f['missing'] == {'other': str(other)} and f['summary'].endswith(f'; folder missing: {other}'), f
+        os.rename(tmp_path/'away', other)
+        f = until(lambda: (f := s.get('/status').json()['freshness'])['collections'] == ['notes', 'other'] and f)
+        assert f['missing'] == {} and 'missing' not in f['summary'], f
+    finally: s.stop()
+
+def test_mount_on_a_subfolder_while_watching(qmd, tmp_path, mounts):
+    "A drive mounted on a folder inside a collection hides its files and brings others: the watcher re-arms and catches up (it saw neither), and again at unmount."
+    root = write_tree(tmp_path/'notes', {'a.md': '# Alpha\n\nfirst note\n', 'sub/b.md': '# Bravo\n\nhidden llamas\n'})
+    qmd('collection', 'add', root, '--name', 'notes')
+    p = subprocess.Popen([QMD_BIN, 'watch'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
+    try:
+        assert p.stderr.readline().startswith('Watching notes')
+        if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', str(root/'sub')], capture_output=True).returncode: pytest.skip('cannot mount tmpfs here')
+        mounts.append(root/'sub')
+        until(lambda: found(qmd, 'llamas') == [], timeout=15) # hidden by the mount (was: kept)
+        (root/'sub'/'m.md').write_text('# Mike\n\nwombats on the drive\n', encoding='utf-8')
+        until(lambda: found(qmd, 'wombats') == ['notes/sub/m.md'], timeout=15) # was: never
+        subprocess.run(['umount', str(root/'sub')], check=True); mounts.remove(root/'sub')
+        until(lambda: found(qmd, 'llamas') == ['notes/sub/b.md'] and found(qmd, 'wombats') == [], timeout=15)
+    finally:
+        p.send_signal(signal.SIGTERM); p.communicate(timeout=30)
+    assert 'notes: 0 indexed, 0 updated' in qmd('update').stdout
+
+def test_linked_folder_inside_the_collection(qmd, tmp_path):
+    "A link to a folder inside the collection: `update` indexes its files once, under one of their two paths; the watcher reaches the same documents (it indexed the edited file again under its other path, leaving the first stale)."
+    root = write_tree(tmp_path/'notes', {'real/f.md': '# Foxtrot\n\nfirst words\n', 't.md': '# Tango\n\ntop\n'})
+    os.symlink('real', root/'alias')
+    qmd('collection', 'add', root, '--name', 'notes')
+    docs = lambda: sorted(r['file'] for r in qmd.json('search', 'foxtrot OR golf', '--format', 'json'))
+    first = docs(); assert len(first) == 1 # one document for the file
+    p = subprocess.Popen([QMD_BIN, 'watch'], env=qmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
+    try:
+        assert p.stderr.readline().startswith('Watching notes')
+        (root/'real'/'f.md').write_text('# Foxtrot\n\nedited words\n', encoding='utf-8'); (root/'real'/'g.md').write_text('# Golf\n\nnew\n', encoding='utf-8')
+        until(lambda: found(qmd, 'edited') == first and len(docs()) == 2)
+        time.sleep(1); assert found(qmd, 'edited') == first and found(qmd, '"first words"') == [] and len(docs()) == 2, docs()
+        os.symlink('real', root/'zlink') # a second link, made while watching
+        (root/'real'/'g.md').write_text('# Golf\n\nchanged again\n', encoding='utf-8')
+        until(lambda: len(found(qmd, '"changed again"')) == 1); time.sleep(1); assert len(docs()) == 2, docs()
+    finally:
+        p.send_signal(signal.SIGTERM); p.communicate(timeout=30)
+    out = qmd('update').stdout
+    assert 'notes: 0 indexed, 0 updated' in out and ' 0 removed' in out, out
+
+def test_update_keeps_documents_of_folders_it_cannot_read(qmd, tmp_path):
+    "`update`, as the watcher: a folder inside, or the collection's own folder, that cannot be opened keeps its documents (they were removed) and is named."
+    root = write_tree(tmp_path/'notes', {'a.md': '# Alpha\n\nfirst note\n', 'locked/b.md': '# Bravo\n\nlocked llamas\n'})
+    qmd('collection', 'add', root, '--name', 'notes')
+    def update_in(folder):
+        folder.chmod(0)
+        try: r = subprocess.run(NO_DAC + [QMD_BIN, 'update'], env=qmd.env, capture_output=True, text=True, encoding='utf-8')
+        finally: folder.chmod(0o755)
+        return r.stdout + r.stderr
+    out = update_in(root/'locked')
+    assert '0 removed, 1 skipped' in out and 'locked/: folder not read (Permission denied)' in out, out
+    out = update_in(root)
+    assert 'folder cannot be read (Permission denied)' in out and 'its documents are kept' in out, out
+    assert found(qmd, 'llamas') == ['notes/locked/b.md'] and found(qmd, 'first') == ['notes/a.md']

@@ -22,9 +22,9 @@ from .discover import glob_re, mask_match, discover, listing
 from .scan import doc_meta, prepare_doc, UpdateStats, stat_unchanged, racy, RACY_NS, load_snapshots, save_snapshots, unchanged_since, narrow, snapshot_after
 
 # %% auto #0
-__all__ = ['MAX_CONTEXT_CHARS', 'MAX_CONTEXTS', 'ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword', 'update',
-           'covering', 'add_collection', 'remove_collection', 'rename_collection', 'update_paths', 'context_key',
-           'add_context', 'remove_context', 'git_pull', 'pull_collections']
+__all__ = ['UNREAD_NOTE', 'MAX_CONTEXT_CHARS', 'MAX_CONTEXTS', 'ScanPlan', 'plan_scan', 'update_collection', 'refresh_keyword',
+           'update', 'covering', 'add_collection', 'remove_collection', 'rename_collection', 'update_paths',
+           'context_key', 'add_context', 'remove_context', 'git_pull', 'pull_collections']
 
 # %% ../../nbs/engine/05_index.ipynb #74d5debf
 def _converted(store, pend, cv, c, an, stats, lib) -> tuple[list, list]:
@@ -132,6 +132,12 @@ def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, 
     stats.removed, stats.moved = len(p.gone) + len(failed), len(moves)
     return stats, [gone_rows[r].hash for r in p.gone] + list(old_hash.values())
 
+UNREAD_NOTE = "folder not read ({}): its files are not looked at (documents indexed from it before are kept)"
+def _unread(known:dict, unread:list) -> tuple[dict, dict]:
+    "(`known`, the documents a scan compares, less those under the folders `unread` names (relative path, reason), which stay: a folder one cannot open is not an emptied one; the problems to record)."
+    under = tuple(f'{p}/' for p, _ in unread)
+    return ({r: k for r, k in known.items() if not r.startswith(under)} if under else known), {f'{p}/': UNREAD_NOTE.format(why) for p, why in unread}
+
 def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress:bool|None=None, batch:int=500,
                       convert_batch:int=64, # PDF/Word/HTML files converted together (in a process pool when many)
                       snaps:dict|None=None, # collection -> `Snapshot` (`load_snapshots`): compared instead of the catalog, then brought up to date
@@ -142,6 +148,8 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
     if not Path(c.path).is_dir(): raise NotFound(f"Collection '{c.name}' folder is missing: {c.path}")
     if (real := os.path.realpath(c.path)) != os.path.normpath(c.path) and Path(c.path) != store.paths.cache/'libraries'/c.name: # kept resolved when added
         raise NotFound(f"Collection '{c.name}' folder {c.path} now leads to {real} (it, or a folder above it, became a link): not updated; add it again if that is meant")
+    try: os.close(os.open(c.path, os.O_RDONLY | os.O_DIRECTORY))
+    except OSError as e: raise NotFound(f"Collection '{c.name}' folder cannot be read ({e.strerror}): {c.path}; its documents are kept") from None
     began, since = time.time_ns(), scan_started(store, c.name)
     if since is None: note_scan(store, c.name, began) # a run killed before its end must still find what it read racy
     left_out, snap, bad, unread = {}, (snaps or {}).get(c.name), [], []
@@ -149,10 +157,10 @@ def update_collection(store:Store, c:Collection, an:Analyzer|None=None, progress
     if snap is not None and unchanged_since(ls, snap, since) and not has_problems(store, c.name) and not bad and not unread:
         return UpdateStats(c.name, unchanged=len(ls.keys), left_out=left_out) # nothing changed: nothing is written
     files, known, same = narrow(ls, snap, since) if snap is not None else (list(zip(ls.keys, ls.fulls, ls.stats)), doc_index(store, c.name), 0)
+    known, unread_problems = _unread(known, unread)
     stats, maybe = _sync(store, c, files, known, since, an, progress, batch, convert_batch, workers)
     stats.unchanged += same; stats.left_out = left_out
-    stats.problems.update({b: "its name is not UTF-8 (bytes no text can hold): rename it to index it" for b in bad}); stats.skipped += len(bad)
-    stats.problems.update({f'{p}/': f"folder not read ({why}): its files are left out" for p, why in unread}); stats.skipped += len(unread)
+    stats.problems.update({b: "its name is not UTF-8 (bytes no text can hold): rename it to index it" for b in bad} | unread_problems); stats.skipped += len(bad) + len(unread)
     set_problems(store, c.name, stats.problems); mark_updated(store, c.name, began)
     if snaps is not None: snaps[c.name] = snapshot_after(store, c.name, ls, snap, files, known)
     if orphans is not None: orphans += maybe
@@ -301,8 +309,8 @@ def _looked_at(c:Collection, paths:list) -> list[str]:
         if rel != '.' and not any(x.startswith('.') or x == 'node_modules' for x in rel.split('/')): out.add(rel)
     return sorted(out)
 
-def _found(c:Collection, rels:list[str]) -> tuple[list, list]:
-    "(files found at or under `rels` that the collection's masks take, folders to look under for documents)."
+def _found(c:Collection, rels:list[str], unread:list) -> tuple[list, list]:
+    "(files found at or under `rels` that the collection's masks take, folders to look under for documents); `unread` gets (relative path, reason) of the folders that could not be opened."
     root, files, folders = os.path.realpath(c.path), {}, []
     inside = lambda p: p.startswith(root + os.sep)
     for rel in rels:
@@ -312,7 +320,10 @@ def _found(c:Collection, rels:list[str]) -> tuple[list, list]:
         folders.append(rel) # a folder, or what was one (a file or link now in its place): what was under it is looked at too
         if os.path.islink(full) and not inside(os.path.realpath(full)): continue # as `discover`: links out of the collection are not followed
         if stat.S_ISDIR(st.st_mode):
-            files.update({f'{rel}/{r}': (f'{rel}/{r}', f, s) for r, f, s in discover(full, ['**']) if mask_match(c.masks, f'{rel}/{r}')})
+            try: os.close(os.open(full, os.O_RDONLY | os.O_DIRECTORY)) # as `discover` opens it: one that cannot be opened is not an emptied one
+            except OSError as e: unread.append((rel, e.strerror or type(e).__name__)); continue
+            inner = []; files.update({f'{rel}/{r}': (f'{rel}/{r}', f, s) for r, f, s in discover(full, ['**'], unread=inner) if mask_match(c.masks, f'{rel}/{r}')})
+            unread += [(f'{rel}/{p}', why) for p, why in inner]
         elif stat.S_ISREG(st.st_mode) and mask_match(c.masks, rel): files[rel] = (rel, os.path.realpath(full) if os.path.islink(full) else full, st)
     return list(files.values()), folders
 
@@ -322,12 +333,12 @@ def update_paths(store:Store, collection:str, # the collection the paths belong 
     "Bring just these files and folders of a collection in line with the disk, then refresh the keyword index."
     with store.writing():
         c = get_collection(store, collection)
-        rels = _looked_at(c, paths)
-        files, folders = _found(c, rels)
+        files, folders = _found(c, rels := _looked_at(c, paths), unread := [])
         since = scan_started(store, c.name)
         if since is None: note_scan(store, c.name, time.time_ns())
-        known = doc_index(store, c.name, paths=rels + [f for f, _, _ in files], folders=folders)
+        known, unread_problems = _unread(doc_index(store, c.name, paths=rels + [f for f, _, _ in files], folders=folders), unread)
         stats, maybe_orphans = _sync(store, c, files, known, since, an, progress=False)
+        stats.problems.update(unread_problems); stats.skipped += len(unread)
         replace_problems(store, c.name, stats.problems, paths=rels + [f for f, _, _ in files], folders=folders)
         if stats.changed: drop_orphans(store, maybe_orphans); mark_updated(store, c.name)
         refresh_keyword(store)

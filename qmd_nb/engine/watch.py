@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/watch.html.md"""
 
 # %% ../../nbs/engine/10a_watch.ipynb #bb7f347f
 from __future__ import annotations
-import os, sqlite3, threading, time
+import os, re, sqlite3, threading, time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,15 +16,19 @@ from .store import Store, now_iso
 from .index import update, update_paths
 
 # %% auto #0
-__all__ = ['RESCAN_SECONDS', 'STORM_PATHS', 'watched_roots', 'route', 'Freshness', 'limited_freshness', 'storm_paths', 'Watcher']
+__all__ = ['RESCAN_SECONDS', 'STORM_PATHS', 'WAIT_MS', 'CHECK_SECONDS', 'HOT_FILE_SECONDS', 'UNDECODABLE', 'watched_roots',
+           'route', 'Freshness', 'limited_freshness', 'has_dir_links', 'HotFiles', 'storm_paths', 'Watcher']
 
 # %% ../../nbs/engine/10a_watch.ipynb #152a8790
-def watched_roots(store:Store) -> dict[str, str]:
+def watched_roots(store:Store,
+                  missing:dict|None=None # if given, gets collection -> folder of each collection whose folder is missing
+                 ) -> dict[str, str]:
     "collection -> real folder path of every collection whose folder exists (libraries included: `ingest` writes there)."
     out = {}
     for c in store.config.collections.values():
         real = os.path.realpath(c.path)
         if os.path.isdir(real): out[c.name] = real
+        elif missing is not None: missing[c.name] = c.path
     return out
 
 def route(paths, # changed absolute paths
@@ -55,16 +59,18 @@ class Freshness:
     vectors: str = 'off' # 'off' (no vectors for the model), 'current', 'embedding', or 'error: ...'
     vector_seconds: float|None = None # from the batch's arrival to its vectors being searchable
     error: str|None = None # the last error of the watcher itself (it goes on)
+    missing: dict = field(default_factory=dict) # collection -> its folder, for collections whose folder is missing (not watched until it is back)
 
     @property
     def summary(self) -> str:
         "One line for people."
-        if not self.watching: return f"Watching: no{' (' + self.error + ')' if self.error else ''}"
-        if self.error and 'rescanning' in self.error: return f"Watching by rescans: {len(self.collections)} collection{'s' * (len(self.collections) != 1)} ({self.error})"
+        miss = ''.join(f"; folder missing: {p}" for p in self.missing.values())
+        if not self.watching: return f"Watching: no{' (' + self.error + ')' if self.error else ''}{miss}"
+        if self.error and 'rescanning' in self.error: return f"Watching by rescans: {len(self.collections)} collection{'s' * (len(self.collections) != 1)} ({self.error}){miss}"
         kw = f", keyword index {self.keyword_seconds:.2f} s after the change" if self.keyword_seconds is not None else ''
         vec = f", vectors {self.vectors}" + (f" ({self.vector_seconds:.1f} s)" if self.vector_seconds is not None and self.vectors == 'current' else '')
         return (f"Watching: {len(self.collections)} collection{'s' * (len(self.collections) != 1)}, {self.batches} batch"
-                f"{'es' * (self.batches != 1)} ({self.changed} documents){kw}{vec}" + (f"; {self.pending} paths pending" if self.pending else ''))
+                f"{'es' * (self.batches != 1)} ({self.changed} documents){kw}{vec}" + (f"; {self.pending} paths pending" if self.pending else '') + miss)
 
 def limited_freshness(f:Freshness, # the whole watcher's figures
                       visible:set, # the collections the asker may see
@@ -78,7 +84,8 @@ def limited_freshness(f:Freshness, # the whole watcher's figures
     vec = 'embedding' if embedding & visible else 'current' if f.vectors == 'embedding' else f.vectors
     return Freshness(f.watching, [c for c in f.collections if c in visible], sum(n for s, n in sets.items() if s & visible),
                      sum(r.changed for r in rs), sum(r.pending for r in rs), max((r.last_change for r in rs if r.last_change), default=None),
-                     latest.last_indexed, latest.keyword_seconds, vec, latest.vector_seconds, next((r.error for r in rs if r.error), None))
+                     latest.last_indexed, latest.keyword_seconds, vec, latest.vector_seconds, next((r.error for r in rs if r.error), None),
+                     {n: p for n, p in f.missing.items() if n in visible})
 
 # %% ../../nbs/engine/10a_watch.ipynb #dd19cef9
 RESCAN_SECONDS = 5.0 # while the folders cannot be watched (a folder inside unreadable), they are rescanned this often instead
@@ -90,6 +97,54 @@ def _identities(roots:dict) -> dict:
     return {n: ident(p) for n, p in roots.items()}
 
 STORM_PATHS = 500 # a batch of this many paths in one collection: once events stop, the collection is checked whole (events may have been lost)
+WAIT_MS = 1000 # the watch wakes at least this often without events: to bring in held-back hot files and to look at the mounts
+CHECK_SECONDS = 1.0 # how often the watched folders' identities and the mounts under them are compared with what was armed
+HOT_FILE_SECONDS = 5.0 # a file changed in two batches running (a growing log) is indexed again at most this often while it keeps changing
+UNDECODABLE = 'Unable to decode path' # how watchfiles' error about a file name that is not UTF-8 begins
+
+def _mount_points(roots:dict, # collection -> real folder
+                  info:str='/proc/self/mountinfo' # the kernel's table of this process's mounts
+                 ) -> frozenset:
+    "(mount id, mount point) of every mount at or under a watched folder: one appearing or going means the watches there see nothing."
+    try: lines = Path(info).read_text(encoding='utf-8', errors='surrogateescape').splitlines()
+    except OSError: return frozenset()
+    under = tuple(r.rstrip(os.sep) + os.sep for r in roots.values())
+    pts = ((f[0], re.sub(r'\\([0-7]{3})', lambda m: chr(int(m[1], 8)), f[4])) for f in map(str.split, lines) if len(f) > 4)
+    return frozenset((i, p) for i, p in pts if p in roots.values() or p.startswith(under))
+
+def _dir_link(path:str, # a changed path, or a folder's entry
+              root:str # the real folder of its collection
+             ) -> bool:
+    "Whether `path` is a link to a folder inside the collection: `update` walks into it, so its target's files have two paths and one document."
+    return os.path.islink(path) and os.path.isdir(path) and os.path.realpath(path).startswith(root + os.sep)
+
+def has_dir_links(root:str # a collection's real folder
+                 ) -> bool:
+    "Whether a folder inside `root` (hidden ones aside, as `update` walks) is a link to a folder inside it."
+    for here, dirs, _ in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith('.') and d != 'node_modules']
+        if any(_dir_link(os.path.join(here, d), root) for d in dirs): return True
+    return False
+
+def _undecodable(e:Exception) -> bool:
+    "Whether watchfiles raised about a file name that is not UTF-8 (its watch then raises at every step: it is spent)."
+    return isinstance(e, RuntimeError) and str(e).startswith(UNDECODABLE)
+
+class HotFiles:
+    "Paths that change batch after batch (a log being written), held back so that each is indexed at most every `every` seconds; the last state always is."
+    def __init__(self, every:float=HOT_FILE_SECONDS # seconds between two indexings of a file that keeps changing
+                ): self.every, self.prev, self.last, self.held = every, set(), {}, {}
+
+    def take(self, paths:set, # the paths of this batch (empty: a wake-up without events)
+             now:float # `time.monotonic()`
+            ) -> set:
+        "The paths to index now: this batch's, less those indexed in the last `every` seconds that changed in the previous batch too, plus held ones now due."
+        hot = {p for p in paths if p in self.prev and now - self.last.get(p, -self.every) < self.every}
+        for p in hot: self.held.setdefault(p, self.last[p] + self.every)
+        out, self.prev = (paths - hot) | {p for p, t in self.held.items() if t <= now}, set(paths)
+        for p in out: self.held.pop(p, None)
+        self.last = {p: t for p, t in self.last.items() if now - t < self.every} | dict.fromkeys(out, now)
+        return out
 
 def storm_paths(queue:str='/proc/sys/fs/inotify/max_queued_events') -> int:
     "Paths in one batch that make a storm: `STORM_PATHS`, or fewer when the kernel's event queue is short (a batch cut by an overflow holds about a queue's worth)."
@@ -103,13 +158,15 @@ class Watcher:
                  listeners:list|None=None, # callables taking a batch's list of UpdateStats, after it changed documents
                  step_ms:int=50, # a batch ends after this long without a new event...
                  debounce_ms:int=1600, # ...or after this long in all
-                 catch_up:bool=True # run a full `update` once the watch is armed
+                 catch_up:bool=True, # run a full `update` once the watch is armed
+                 hot_seconds:float=HOT_FILE_SECONDS # a file that keeps changing is indexed at most this often (`HotFiles`)
                 ):
         self.store, self.embedder, self.listeners = store, embedder, listeners if listeners is not None else []
-        self.step_ms, self.debounce_ms, self.catch_up, self.storm = step_ms, debounce_ms, catch_up, storm_paths()
+        self.step_ms, self.debounce_ms, self.catch_up, self.storm, self.hot_seconds = step_ms, debounce_ms, catch_up, storm_paths(), hot_seconds
         self.stopping, self._wake, self._ready = threading.Event(), threading.Event(), threading.Event()
         self._fresh, self._lock, self._threads, self._to_embed, self._embed_since = Freshness(), threading.Lock(), [], set(), None
         self._per, self._sets, self._embedding = {}, Counter(), set() # each collection's own figures, for a view limited to some
+        self._hot, self._linked = HotFiles(hot_seconds), set() # files that keep changing; collections with links to folders inside them
 
     def start(self) -> Watcher:
         "Start watching (returns at once; `wait_ready` waits until the watch is armed and caught up)."
@@ -146,48 +203,60 @@ class Watcher:
 
     def _watch_loop(self):
         "Watch the collections' folders until stopped, re-arming when the set of collections changes."
-        from watchfiles import watch
+        from watchfiles._rust_notify import RustNotify # watchfiles' documented Rust backend: arming, then waiting, under our control
         import qmd_nb.engine.keyword # numpy and the index code: now, rather than in the first save's batch
+        catch_up = self.catch_up
         while not self.stopping.is_set():
             if (roots := self._roots()) is None: self._ready.set(); self.stopping.wait(1); continue
             self._set(watching=bool(roots), collections=sorted(roots))
             if not roots: self._ready.set(); self.stopping.wait(1); continue
-            try: self._watch(watch, roots)
-            except (OSError, RuntimeError) as e: # a folder vanished, one inside cannot be read, or inotify ran out of watches
+            try: catch_up = self._watch(RustNotify, roots, catch_up)
+            except (OSError, RuntimeError) as e: # a folder vanished, one inside cannot be read, inotify ran out of watches, or a name is not UTF-8
+                if catch_up := _undecodable(e): continue # that file's problem (`update` records it): the spent watch is armed again at once and caught up
                 self._set(error=f"{type(e).__name__}: {e}; rescanning every {RESCAN_SECONDS:g} s instead"); self._ready.set()
-                self._rescan(roots); self.stopping.wait(RESCAN_SECONDS) # watchfiles arms nothing while one folder is unreadable
+                self._rescan(roots); self.stopping.wait(RESCAN_SECONDS); catch_up = self.catch_up # watchfiles arms nothing while one folder is unreadable
         self._set(watching=False)
 
-    def _watch(self, watch, roots:dict):
-        "One armed watch of `roots`, until stopped or the set of collections changes."
-        first, storm, ids = True, set(), _identities(roots)
-        for changes in watch(*sorted(set(roots.values())), watch_filter=None, debounce=self.debounce_ms, step=self.step_ms,
-                             stop_event=self.stopping, rust_timeout=1000, yield_on_timeout=True, raise_interrupt=False):
-            if first: # the watch is armed now: catch up with what changed while nobody watched
-                first = False; self._set(error=None)
-                if self.catch_up: self._rescan(roots)
-                self._ready.set()
-            if changes: storm |= self._apply(changes, roots)
-            elif storm: self._rescan(storm); storm = set() # quiet after a storm: the kernel drops events when its queue overflows, and watchfiles does not say so
-            if self._roots() != roots: break # collections were added or removed (or the config cannot be read)
-            if not changes and _identities(roots) != ids: break # a folder mounted, unmounted or replaced: its watches see nothing now
+    def _watch(self, notify, roots:dict, catch_up:bool) -> bool:
+        "One armed watch of `roots` (caught up first, if asked), until stopped or it must be armed again; whether the next one must catch up."
+        storm, ids, mounts, check = set(), _identities(roots), _mount_points(roots), time.monotonic() + CHECK_SECONDS
+        self._linked = {name for name, root in roots.items() if has_dir_links(root)} # updated whole: which of a file's two paths is its document is the walk's choice
+        with notify(sorted(set(roots.values())), False, False, 300, True, False) as n: # armed: what changes from now on is seen
+            self._set(error=None)
+            if catch_up: self._rescan(roots) # what changed while nobody watched
+            self._ready.set()
+            while not self.stopping.is_set():
+                got = n.watch(self.debounce_ms, self.step_ms, WAIT_MS, self.stopping) # a set of (change, path), or 'timeout' / 'stop'
+                paths = self._hot.take({p for _, p in got} if isinstance(got, set) else set(), time.monotonic())
+                if paths: storm |= self._apply(paths, roots)
+                elif storm: self._rescan(storm); storm = set() # quiet after a storm: the kernel drops events when its queue overflows, and watchfiles does not say so
+                if self._roots() != roots: return self.catch_up # collections were added or removed (or the config cannot be read)
+                if time.monotonic() < check: continue
+                if _identities(roots) != ids or _mount_points(roots) != mounts: return True # a folder mounted (over), unmounted or replaced: its watches see nothing now
+                check = time.monotonic() + CHECK_SECONDS
+        return False
 
     def _roots(self) -> dict|None:
         "The watched folders, or None while the config cannot be read (e.g. during a hand edit; the error is recorded)."
-        try: return watched_roots(self.store)
+        try: roots = watched_roots(self.store, missing := {})
         except QmdError as e: self._set(error=str(e)); return None
+        self._set(missing=missing) # said in the status: a vanished collection is not watched (its documents are kept)
+        return roots
 
     def _rescan(self, names):
         "A full `update` of these collections, as one batch."
         self._batch(lambda: update(self.store, sorted(names), progress=False), time.time(), sorted(names))
 
-    def _apply(self, changes:set, roots:dict) -> set:
-        "Bring one batch of events into the index; the collections it changed so much that they are checked whole once it is quiet."
-        t, routed = time.time(), route({p for _, p in changes}, roots)
+    def _apply(self, changed:set, roots:dict) -> set:
+        "Bring one batch of changed paths (absolute) into the index; the collections it changed so much that they are checked whole once it is quiet."
+        t, routed = time.time(), route(changed, roots)
         if not routed: return set()
         self._set(pending=sum(map(len, routed.values())), last_change=(ts := now_iso()))
         for n, paths in routed.items(): self._note([n], pending=len(paths), last_change=ts)
-        self._batch(lambda: [update_paths(self.store, name, paths) for name, paths in routed.items()], t, list(routed))
+        self._linked |= {n for n in routed if any(_dir_link(p, roots[n]) for p in changed if p.startswith(roots[n] + os.sep))} # a link to a folder made
+        whole = sorted(self._linked & routed.keys())
+        self._batch(lambda: [update_paths(self.store, name, paths) for name, paths in routed.items() if name not in whole] +
+                            (update(self.store, whole, progress=False) if whole else []), t, list(routed))
         return {n for n, paths in routed.items() if len(paths) >= self.storm}
 
     def _batch(self, work:Callable, t:float, names:list):
