@@ -32,10 +32,43 @@ def file(step):
     except PermissionError: return dict(status='EACCES', body='')
     except FileNotFoundError: return dict(status='ENOENT', body='')
 
+def sse_event(r):
+    "(event, data) of the next event on an SSE stream."
+    kind = None
+    while True:
+        l = r.readline()
+        if not l: raise EOFError('the stream ended')
+        l = l.decode('utf-8', 'replace').strip()
+        if l.startswith('event:'): kind = l[6:].strip()
+        elif l.startswith('data:') and kind: return kind, l[5:].strip()
+
+def sse(step):
+    "MCP over SSE: open the stream, initialize, send the messages, each answer read off the stream (202s) or from the refusal."
+    port, h = step['port'], ({'Authorization': 'Bearer ' + step['token']} if step.get('token') else {})
+    init = {'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'attacker', 'version': '1'}}}
+    msgs = [init] + [{'jsonrpc': '2.0', 'id': i, 'method': m, 'params': p} for i, (m, p) in enumerate(step['messages'], 1)]
+    c = http.client.HTTPConnection('127.0.0.1', port, timeout=120)
+    c.request('GET', '/sse', headers={**h, 'Accept': 'text/event-stream'})
+    r = c.getresponse()
+    if r.status != 200:
+        got = dict(status=r.status, headers={k.lower(): v for k, v in r.getheaders()}, body=r.read(400000).decode('utf-8', 'replace')); c.close()
+        return [dict(got, msg=m) for m in msgs]
+    path, out = sse_event(r)[1], []
+    for m in msgs:
+        a = request(port, 'POST', path, m, h)
+        while a['status'] == 202 and not a['body'].startswith('{'):
+            kind, data = sse_event(r)
+            if kind == 'message' and json.loads(data).get('id') == m['id']: a['body'] = data
+        out.append(dict(a, msg=m))
+        if m['id'] == 0: request(port, 'POST', path, {'jsonrpc': '2.0', 'method': 'notifications/initialized'}, h)
+    c.close()
+    return out
+
 res = []
 for step in plan:
     if step['kind'] == 'http': res.append(request(step['port'], step['method'], step['path'], step.get('body'), step.get('headers')))
     elif step['kind'] == 'mcp': res.append(mcp(step))
+    elif step['kind'] == 'sse': res.append(sse(step))
     else: res.append(file(step))
 json.dump(res, sys.stdout)
 '''
@@ -336,6 +369,40 @@ def test_mcp_tools_resources_prompts_of_every_profile(world):
     assert MARK['exp'] in seen['qmd', 'read', 'query_experiences']
     t.done()
 
+def test_mcp_over_sse_with_every_kind_of_token(world):
+    "The probes above over MCP's SSE transport (GET /sse, POST /messages/): the same refusals, no leaks; what /mcp answers 200 is 202, its answer on the stream."
+    w, t = world, Tally('MCP over SSE x profiles x tokens')
+    plan, meta = [], []
+    for server, probes in every_tool_probed(w).items():
+        for kind in TOKEN_KINDS:
+            plan.append(dict(kind='sse', port=w['ports'][server], token=w['tok'][kind], messages=[m for _, m, _, _ in probes]))
+            meta.append((server, kind, [('initialize', None, 'read', False), *probes]))
+    seen = {}
+    for (server, kind, probes), results in zip(meta, attack(w, plan)):
+        for (name, _, scope, whole), r in zip(probes, results):
+            seen[server, kind, name] = r['body']
+            want = gate_status(kind, scope, whole) or 202
+            t.check(w, kind, f'sse:{server}:{name}', r['msg'], r['status'], want, r['body'])
+            if want == 401: assert r['headers'].get('www-authenticate', '').startswith('Bearer realm="qmd-nb"'), r['headers']
+            if want == 403: assert 'insufficient_scope' in r['headers'].get('www-authenticate', ''), r['headers']
+    for server in ('qmd', 'vectordb', 'mdq'): # the answers came off the stream, with data: the unlimited token's name the private collection
+        assert 'vault7' in seen[server, 'read', 'search'] and leaks(w, 'read-pub', {}, seen[server, 'read', 'search']), seen[server, 'read', 'search'][:500]
+    assert 'vault7' not in seen['mdq', 'read-pub', 'tools/list']
+    t.done()
+
+def test_sse_sessions_are_bound_to_their_token(world):
+    "A session opened over SSE with one token cannot be posted to with another: 404 (as for no session), 401 without a token."
+    w, t = world, Tally('SSE session reuse')
+    port = w['ports']['qmd']
+    with httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=30) as c, c.stream('GET', '/sse', headers={'Authorization': f"Bearer {w['tok']['admin']}"}) as r:
+        path = next(l[5:].strip() for l in r.iter_lines() if l.startswith('data:'))
+        m = {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call', 'params': {'name': 'search', 'arguments': {'query': 'rsync plans'}}}
+        for kind, want in (('read', 404), ('read-pub', 404), ('admin-pub', 404), ('none', 401), ('garbage', 401)):
+            h = {'Authorization': f"Bearer {w['tok'][kind]}"} if w['tok'][kind] else {}
+            res = attack(w, [dict(kind='http', port=port, method='POST', path=path, body=m, headers=h)])[0]
+            t.check(w, kind, 'reuse-admin-sse-session', m, res['status'], want, res['body'])
+    t.done()
+
 def test_sessions_are_bound_to_their_token(world):
     "A session opened with one token cannot be used with another (the SDK answers as if it did not exist)."
     w, t = world, Tally('MCP session reuse')
@@ -377,6 +444,12 @@ def test_headers_cors_and_forms(world):
         ('bearer-empty', 'POST', '/search', q, {'Authorization': 'Bearer '}, 401),
         ('no-auth-collections-add', 'POST', '/collections/add', {'name': 'etc', 'path': '/etc', 'glob_pattern': 'passwd,shadow'}, {}, 401),
         ('no-auth-ingest', 'POST', '/ingest', {'source': str(w['srv']), 'library': 'x'}, {}, 401),
+        ('sse-no-token', 'GET', '/sse', None, {}, 401),
+        ('sse-messages-no-token', 'POST', '/messages/?session_id=' + 'a' * 32, {'jsonrpc': '2.0', 'id': 1, 'method': 'ping'}, {}, 401),
+        ('sse-host-trick', 'GET', '/sse', None, {**adm, 'Host': 'localhost:evil.example'}, 421),
+        ('sse-origin-foreign', 'GET', '/sse', None, {**adm, 'Origin': 'https://evil.example'}, 403),
+        ('sse-messages-form', 'POST', '/messages/?session_id=' + 'a' * 32, 'x=1', {**adm, 'Content-Type': 'application/x-www-form-urlencoded'}, 415),
+        ('sse-messages-no-session', 'POST', '/messages/?session_id=' + 'a' * 32, {'jsonrpc': '2.0', 'id': 1, 'method': 'ping'}, adm, 404),
     ]
     res = attack(w, [dict(kind='http', port=port, method=m, path=p, body=b, headers=h) for _, m, p, b, h, _ in probes])
     for (name, m, p, b, h, want), r in zip(probes, res):

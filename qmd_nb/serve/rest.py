@@ -17,6 +17,7 @@ from fastapi import Depends
 from ..engine.errors import QmdError, UsageError, Forbidden, storage_error, validation_detail
 from ..engine.auth import Principal, authorize
 from .gate import needs, principal, check_routes, trusted, Gate, McpDoor, RateLimit
+from .sse import SseDoor, with_sse
 from ..engine.search import search
 from ..engine.results import SearchResult
 from ..engine.documents import get, multi_get, status, collection_status, Skipped, Document, empty_hint
@@ -239,6 +240,7 @@ def mk_app(engine:Engine, # the engine every endpoint answers from
            allowed_origins:list[str]|None=None, # extra Origins to accept, with CORS (`http://host:*` for any port)
            allowed_hosts:list[str]|None=None, # extra Host values to accept
            mcp:bool=True, # serve MCP Streamable HTTP at /mcp
+           sse:bool=True, # with `mcp`: serve MCP's older SSE transport too (GET /sse, POST /messages/; see `qmd_nb.serve.sse`)
            max_body:int=8 << 20, # largest request body, bytes
            tools=('qmd',), # MCP tool profiles at /mcp (see `qmd_nb.serve.mcp.PROFILES`)
            tokens=None, # a `qmd_nb.engine.auth.TokenStore`: requests need its tokens (None: no authentication)
@@ -256,8 +258,9 @@ def mk_app(engine:Engine, # the engine every endpoint answers from
     q, door = WriteQueue(), _mcp_door(engine, hosts, origins, tools, allow_paths, prm) if mcp else None
     app = _routes(_api(q, door), engine, q, door, oauth)
     app.state.engine, app.state.queue, app.state.roots, app.state.door = engine, q, tuple(str(p) for p in allow_paths), door
+    app.state.sse = SseDoor(door) if door is not None and sse else None
     verify = None if tokens is None else (tokens.verify if oauth is None else lambda t: tokens.verify(t) or oauth.verify_access(t))
-    inner = Gate(Deadline(app, request_timeout or engine.request_timeout), verify, prm)
+    inner = Gate(with_sse(Deadline(app, request_timeout or engine.request_timeout), app.state.sse), verify, prm) # SSE streams: no read deadline
     if oauth is not None:
         from qmd_nb.serve.oauth import RATE_LIMITS
         inner = RateLimit(inner, RATE_LIMITS)

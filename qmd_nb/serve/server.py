@@ -216,7 +216,7 @@ def serve(engine, # the engine to serve
     server = http_server(engine.start_loading(delay=0.5), host, port, cert, key, client_timeout, allowed_origins=allowed_origins,
                          allowed_hosts=allowed_hosts, tools=tools, allow_paths=roots, **sec)
     url = public_base(host, port, bool(cert), public_url)
-    for line in [f"REST on {url}, MCP (Streamable HTTP) on {url}/mcp", *notes]: print(f"qmd-nb: {line}", file=sys.stderr)
+    for line in [f"REST on {url}, MCP (Streamable HTTP) on {url}/mcp", f"MCP over SSE, for clients of the older transport only: {url}/sse", *notes]: print(f"qmd-nb: {line}", file=sys.stderr)
     _stop_quietly(); warm_in_background(engine)
     if watch: start_watching(engine)
     try:
@@ -257,4 +257,5 @@ def mcp_config(exe:str, # the qmd-nb executable
         f"# VS Code (and any client), over HTTP, while 'qmd-nb serve --transport http{' --tools ' + ','.join(tools) if tools else ''}' runs" + (" (the token is a secret: keep the file private)" if token else ''), http,
         "# Claude Code over HTTP: run" + (" (a command's arguments are visible to other local users while it runs, and stay in the shell's history: the .mcp.json entry below keeps the token in a file)" if token else ''),
         f"claude mcp add --transport http qmd-nb {mcp_url}" + (f" --header 'Authorization: Bearer {token}'" if token else ''),
-        "# or in .mcp.json", code_http])
+        "# or in .mcp.json", code_http,
+        f"# A client of MCP's older SSE transport only (prefer /mcp above): {mcp_url[:-4]}/sse" + (", with the same Authorization header" if token else '')])
