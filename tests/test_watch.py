@@ -287,3 +287,28 @@ def test_update_keeps_documents_of_folders_it_cannot_read(qmd, tmp_path):
     out = update_in(root)
     assert 'folder cannot be read (Permission denied)' in out and 'its documents are kept' in out, out
     assert found(qmd, 'llamas') == ['notes/locked/b.md'] and found(qmd, 'first') == ['notes/a.md']
+
+def test_a_failed_batch_is_tried_again(qmd, tmp_path, mounts):
+    "A save the watcher cannot index (the index's disk is full) is its error until there is room again, then indexed without another save."
+    from conftest import Qmd, mount
+    mnt = tmp_path/'mnt'; mnt.mkdir()
+    if not mount('-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt): pytest.skip('needs root to mount a small tmpfs')
+    mounts.append(mnt)
+    q = Qmd(mnt/'home'); root = write_tree(tmp_path/'notes', {'a.md': '# Alpha\n\nfirst note\n'})
+    q('collection', 'add', root, '--name', 'notes')
+    s = Server(q, '--watch')
+    try:
+        until(lambda: s.get('/status').json()['freshness']['collections'] == ['notes'])
+        filler = mnt/'filler'
+        with open(filler, 'wb', buffering=0) as f: # the disk full to the last block
+            for size in (1 << 16, 512, 1):
+                try:
+                    while True: f.write(b'\0' * size)
+                except OSError: pass
+        (root/'b.md').write_text('# Bravo\n\nwombats on a full disk\n', encoding='utf-8')
+        err = until(lambda: s.get('/status').json()['freshness']['error'], timeout=30)
+        assert 'full' in err, err
+        filler.unlink() # room again: the failed batch is tried again by itself
+        until(lambda: found(q, 'wombats') == ['notes/b.md'], timeout=30) # was: never, until the next save or a restart
+        assert until(lambda: (f := s.get('/status').json()['freshness'])['error'] is None and f, timeout=10)
+    finally: assert s.stop()[0] == 0

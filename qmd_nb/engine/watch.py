@@ -16,8 +16,9 @@ from .store import Store, now_iso
 from .index import update, update_paths
 
 # %% auto #0
-__all__ = ['RESCAN_SECONDS', 'STORM_PATHS', 'WAIT_MS', 'CHECK_SECONDS', 'HOT_FILE_SECONDS', 'UNDECODABLE', 'watched_roots',
-           'route', 'Freshness', 'limited_freshness', 'has_dir_links', 'HotFiles', 'storm_paths', 'Watcher']
+__all__ = ['RESCAN_SECONDS', 'STORM_PATHS', 'WAIT_MS', 'CHECK_SECONDS', 'HOT_FILE_SECONDS', 'RETRY_SECONDS', 'UNDECODABLE',
+           'watched_roots', 'route', 'Freshness', 'limited_freshness', 'has_dir_links', 'HotFiles', 'storm_paths',
+           'Watcher']
 
 # %% ../../nbs/engine/10a_watch.ipynb #152a8790
 def watched_roots(store:Store,
@@ -100,6 +101,7 @@ STORM_PATHS = 500 # a batch of this many paths in one collection: once events st
 WAIT_MS = 1000 # the watch wakes at least this often without events: to bring in held-back hot files and to look at the mounts
 CHECK_SECONDS = 1.0 # how often the watched folders' identities and the mounts under them are compared with what was armed
 HOT_FILE_SECONDS = 5.0 # a file changed in two batches running (a growing log) is indexed again at most this often while it keeps changing
+RETRY_SECONDS = 5.0 # a batch that failed (a full disk, a locked index) is tried again, as a whole update of its collections, this long after
 UNDECODABLE = 'Unable to decode path' # how watchfiles' error about a file name that is not UTF-8 begins
 
 def _mount_points(roots:dict, # collection -> real folder
@@ -167,6 +169,7 @@ class Watcher:
         self._fresh, self._lock, self._threads, self._to_embed, self._embed_since = Freshness(), threading.Lock(), [], set(), None
         self._per, self._sets, self._embedding = {}, Counter(), set() # each collection's own figures, for a view limited to some
         self._hot, self._linked = HotFiles(hot_seconds), set() # files that keep changing; collections with links to folders inside them
+        self._retry, self._retry_at, self._failed = set(), 0.0, None # collections whose batch failed, when to try again, the error it left
 
     def start(self) -> Watcher:
         "Start watching (returns at once; `wait_ready` waits until the watch is armed and caught up)."
@@ -230,6 +233,7 @@ class Watcher:
                 paths = self._hot.take({p for _, p in got} if isinstance(got, set) else set(), time.monotonic())
                 if paths: storm |= self._apply(paths, roots)
                 elif storm: self._rescan(storm); storm = set() # quiet after a storm: the kernel drops events when its queue overflows, and watchfiles does not say so
+                if self._retry and time.monotonic() >= self._retry_at: self._rescan(self._due(roots)) # a failed batch's changes are not lost
                 if self._roots() != roots: return self.catch_up # collections were added or removed (or the config cannot be read)
                 if time.monotonic() < check: continue
                 if _identities(roots) != ids or _mount_points(roots) != mounts: return True # a folder mounted (over), unmounted or replaced: its watches see nothing now
@@ -242,6 +246,11 @@ class Watcher:
         except QmdError as e: self._set(error=str(e)); return None
         self._set(missing=missing) # said in the status: a vanished collection is not watched (its documents are kept)
         return roots
+
+    def _due(self, roots:dict) -> list:
+        "The collections whose failed batch is due again (those still watched), taken off the list."
+        with self._lock: names, self._retry = self._retry & roots.keys(), set()
+        return sorted(names)
 
     def _rescan(self, names):
         "A full `update` of these collections, as one batch."
@@ -262,8 +271,11 @@ class Watcher:
     def _batch(self, work:Callable, t:float, names:list):
         "Run one batch of index work on collections `names`; record it, tell the listeners, and wake the embedder."
         try: stats = work()
-        except (QmdError, OSError, sqlite3.Error) as e: # recorded; the watcher goes on
-            self._set(error=(err := f"{type(e).__name__}: {e}"), pending=0); self._note(names, error=err, pending=0); return
+        except (QmdError, OSError, sqlite3.Error) as e: # recorded, and tried again in RETRY_SECONDS; the watcher goes on
+            self._set(error=(err := f"{type(e).__name__}: {e}"), pending=0); self._note(names, error=err, pending=0)
+            with self._lock: self._retry |= set(names); self._retry_at, self._failed = time.monotonic() + RETRY_SECONDS, err
+            return
+        if self._failed is not None and self.freshness().error == self._failed: self._set(error=None); self._note(names, error=None) # it worked again
         changed = [s for s in stats if s.changed]
         n = {s.collection: s.indexed + s.updated + s.moved + s.removed for s in changed}
         f, done = self.freshness(), dict(pending=0, last_indexed=now_iso(), keyword_seconds=round(time.time() - t, 3))
