@@ -1,4 +1,4 @@
-"""GET /sse and POST /messages/: MCP's older HTTP transport, behind the same gate, checks and per-token servers as /mcp.
+"""MCP's older SSE transport (GET /sse, POST /messages/), behind the same gate and checks as /mcp.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/sse.html.md"""
 
