@@ -346,13 +346,18 @@ def test_every_tool_is_probed(world):
     assert {(server, t) for server, profiles in served().items() for p in profiles for t in profile_tools(p)} <= called
     assert sorted(p for ps in served().values() for p in ps) == sorted(PROFILES)
 
-def test_mcp_tools_resources_prompts_of_every_profile(world):
-    w, t = world, Tally('MCP messages x profiles x tokens')
+def probe_plan(w, transport:str) -> tuple[list, list]:
+    "Every tool probe of every server, for each kind of token, over `transport` ('mcp' or 'sse'): the attacker's plan and what each result answers."
     plan, meta = [], []
     for server, probes in every_tool_probed(w).items():
         for kind in TOKEN_KINDS:
-            plan.append(dict(kind='mcp', port=w['ports'][server], token=w['tok'][kind], messages=[m for _, m, _, _ in probes]))
+            plan.append(dict(kind=transport, port=w['ports'][server], token=w['tok'][kind], messages=[m for _, m, _, _ in probes]))
             meta.append((server, kind, [('initialize', None, 'read', False), *probes]))
+    return plan, meta
+
+def test_mcp_tools_resources_prompts_of_every_profile(world):
+    w, t = world, Tally('MCP messages x profiles x tokens')
+    plan, meta = probe_plan(w, 'mcp')
     seen = {}
     for (server, kind, probes), results in zip(meta, attack(w, plan)):
         for (name, _, scope, whole), r in zip(probes, results):
@@ -372,11 +377,7 @@ def test_mcp_tools_resources_prompts_of_every_profile(world):
 def test_mcp_over_sse_with_every_kind_of_token(world):
     "The probes above over MCP's SSE transport (GET /sse, POST /messages/): the same refusals, no leaks; what /mcp answers 200 is 202, its answer on the stream."
     w, t = world, Tally('MCP over SSE x profiles x tokens')
-    plan, meta = [], []
-    for server, probes in every_tool_probed(w).items():
-        for kind in TOKEN_KINDS:
-            plan.append(dict(kind='sse', port=w['ports'][server], token=w['tok'][kind], messages=[m for _, m, _, _ in probes]))
-            meta.append((server, kind, [('initialize', None, 'read', False), *probes]))
+    plan, meta = probe_plan(w, 'sse')
     seen = {}
     for (server, kind, probes), results in zip(meta, attack(w, plan)):
         for (name, _, scope, whole), r in zip(probes, results):
