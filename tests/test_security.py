@@ -346,27 +346,27 @@ def test_every_tool_is_probed(world):
     assert {(server, t) for server, profiles in served().items() for p in profiles for t in profile_tools(p)} <= called
     assert sorted(p for ps in served().values() for p in ps) == sorted(PROFILES)
 
-def probe_plan(w, transport:str) -> tuple[list, list]:
-    "Every tool probe of every server, for each kind of token, over `transport` ('mcp' or 'sse'): the attacker's plan and what each result answers."
+def probe_all(w, t, transport:str, ok:int) -> dict:
+    "Every tool probe of every server, for each kind of token, over `transport` ('mcp' or 'sse'), each status checked (`ok` where the gate lets it pass); (server, kind, probe) -> the answer's body."
     plan, meta = [], []
     for server, probes in every_tool_probed(w).items():
         for kind in TOKEN_KINDS:
             plan.append(dict(kind=transport, port=w['ports'][server], token=w['tok'][kind], messages=[m for _, m, _, _ in probes]))
             meta.append((server, kind, [('initialize', None, 'read', False), *probes]))
-    return plan, meta
-
-def test_mcp_tools_resources_prompts_of_every_profile(world):
-    w, t = world, Tally('MCP messages x profiles x tokens')
-    plan, meta = probe_plan(w, 'mcp')
     seen = {}
     for (server, kind, probes), results in zip(meta, attack(w, plan)):
         for (name, _, scope, whole), r in zip(probes, results):
             seen[server, kind, name] = r['body']
-            want = gate_status(kind, scope, whole) or 200
-            t.check(w, kind, f'{server}:{name}', r['msg'], r['status'], want, r['body'])
+            want = gate_status(kind, scope, whole) or ok
+            t.check(w, kind, f'{transport}:{server}:{name}', r['msg'], r['status'], want, r['body'])
+            if want == 401: assert r['headers'].get('www-authenticate', '').startswith('Bearer realm="qmd-nb"'), r['headers']
             if want == 403: assert 'insufficient_scope' in r['headers'].get('www-authenticate', ''), r['headers']
-            if name == 'initialize' and want == 200:
-                assert r['headers'].get('mcp-session-id'), r
+            if transport == 'mcp' and name == 'initialize' and want == 200: assert r['headers'].get('mcp-session-id'), r
+    return seen
+
+def test_mcp_tools_resources_prompts_of_every_profile(world):
+    w, t = world, Tally('MCP messages x profiles x tokens')
+    seen = probe_all(w, t, 'mcp', 200)
     for server in ('qmd', 'vectordb', 'mdq'): # the tools answered with data: the unlimited token's answers name the private collection
         assert 'vault7' in seen[server, 'read', 'search'] and leaks(w, 'read-pub', {}, seen[server, 'read', 'search']), seen[server, 'read', 'search'][:500]
         assert MARK['pub'] in seen[server, 'read-pub', 'search'] or 'pub' in seen[server, 'read-pub', 'search']
@@ -377,15 +377,7 @@ def test_mcp_tools_resources_prompts_of_every_profile(world):
 def test_mcp_over_sse_with_every_kind_of_token(world):
     "The probes above over MCP's SSE transport (GET /sse, POST /messages/): the same refusals, no leaks; what /mcp answers 200 is 202, its answer on the stream."
     w, t = world, Tally('MCP over SSE x profiles x tokens')
-    plan, meta = probe_plan(w, 'sse')
-    seen = {}
-    for (server, kind, probes), results in zip(meta, attack(w, plan)):
-        for (name, _, scope, whole), r in zip(probes, results):
-            seen[server, kind, name] = r['body']
-            want = gate_status(kind, scope, whole) or 202
-            t.check(w, kind, f'sse:{server}:{name}', r['msg'], r['status'], want, r['body'])
-            if want == 401: assert r['headers'].get('www-authenticate', '').startswith('Bearer realm="qmd-nb"'), r['headers']
-            if want == 403: assert 'insufficient_scope' in r['headers'].get('www-authenticate', ''), r['headers']
+    seen = probe_all(w, t, 'sse', 202)
     for server in ('qmd', 'vectordb', 'mdq'): # the answers came off the stream, with data: the unlimited token's name the private collection
         assert 'vault7' in seen[server, 'read', 'search'] and leaks(w, 'read-pub', {}, seen[server, 'read', 'search']), seen[server, 'read', 'search'][:500]
     assert 'vault7' not in seen['mdq', 'read-pub', 'tools/list']

@@ -233,7 +233,7 @@ class Watcher:
                 paths = self._hot.take({p for _, p in got} if isinstance(got, set) else set(), time.monotonic())
                 if paths: storm |= self._apply(paths, roots)
                 elif storm: self._rescan(storm); storm = set() # quiet after a storm: the kernel drops events when its queue overflows, and watchfiles does not say so
-                if self._retry and time.monotonic() >= self._retry_at: self._rescan(self._due(roots)) # a failed batch's changes are not lost
+                if self._retry and time.monotonic() >= self._retry_at and (due := self._due(roots)): self._rescan(due) # a failed batch's changes are not lost
                 if self._roots() != roots: return self.catch_up # collections were added or removed (or the config cannot be read)
                 if time.monotonic() < check: continue
                 if _identities(roots) != ids or _mount_points(roots) != mounts: return True # a folder mounted (over), unmounted or replaced: its watches see nothing now
@@ -262,7 +262,7 @@ class Watcher:
         if not routed: return set()
         self._set(pending=sum(map(len, routed.values())), last_change=(ts := now_iso()))
         for n, paths in routed.items(): self._note([n], pending=len(paths), last_change=ts)
-        self._linked |= {n for n in routed if any(_dir_link(p, roots[n]) for p in changed if p.startswith(roots[n] + os.sep))} # a link to a folder made
+        self._linked |= {n for n, rels in routed.items() if any(_dir_link(os.path.join(roots[n], r), roots[n]) for r in rels)} # a link to a folder made
         whole = sorted(self._linked & routed.keys())
         self._batch(lambda: [update_paths(self.store, name, paths) for name, paths in routed.items() if name not in whole] +
                             (update(self.store, whole, progress=False) if whole else []), t, list(routed))

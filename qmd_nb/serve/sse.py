@@ -56,28 +56,25 @@ class SseDoor:
             return await send_json(send, 405, {'detail': f"{scope['path']} takes {want} only", 'status_code': 405}, [(b'allow', want.encode())])
         await (self.stream if want == 'GET' else self.post)(p, scope, receive, send)
 
-# %% ../../nbs/serve/21f_sse.ipynb #730b0452
-async def _stream(self, p, scope, receive, send):
-    "An event stream and its MCP session, on the principal's own server; 503 past `each` open streams of that principal."
-    key = self.door.key(p)
-    if self.open.get(key, 0) >= self.each:
-        return await send_json(send, 503, {'detail': f"Too many SSE streams open for '{p.name}' ({self.each}): close one first", 'status_code': 503},
-                               [(b'retry-after', b'5')])
-    self.open[key] = self.open.get(key, 0) + 1 # counted before the first await: two requests cannot both take the last place
-    try: await run_session(await self.door.server_for(p), self.transport(key), scope, receive, send)
-    finally:
-        self.open[key] -= 1
-        if not self.open[key]: del self.open[key]
+    async def stream(self, p, scope, receive, send):
+        "An event stream and its MCP session, on the principal's own server; 503 past `each` open streams of that principal."
+        key = self.door.key(p)
+        if self.open.get(key, 0) >= self.each:
+            return await send_json(send, 503, {'detail': f"Too many SSE streams open for '{p.name}' ({self.each}): close one first", 'status_code': 503},
+                                   [(b'retry-after', b'5')])
+        self.open[key] = self.open.get(key, 0) + 1 # counted before the first await: two requests cannot both take the last place
+        try: await run_session(await self.door.server_for(p), self.transport(key), scope, receive, send)
+        finally:
+            self.open[key] -= 1
+            if not self.open[key]: del self.open[key]
 
-async def _post(self, p, scope, receive, send):
-    "A client's message to its session: authorized first (as at /mcp), then handed to the principal's own transport (404 for a session not its own)."
-    body, receive = await read_body(receive)
-    if await self.door.refused(p, body, send): return
-    key = self.door.key(p)
-    if key not in self.transports: return await send_json(send, 404, {'detail': 'Could not find session', 'status_code': 404})
-    await self.transports[key].handle_post_message(scope, receive, send)
-
-SseDoor.stream, SseDoor.post = _stream, _post
+    async def post(self, p, scope, receive, send):
+        "A client's message to its session: authorized first (as at /mcp), then handed to the principal's own transport (404 for a session not its own)."
+        body, receive = await read_body(receive)
+        if await self.door.refused(p, body, send): return
+        key = self.door.key(p)
+        if key not in self.transports: return await send_json(send, 404, {'detail': 'Could not find session', 'status_code': 404})
+        await self.transports[key].handle_post_message(scope, receive, send)
 
 # %% ../../nbs/serve/21f_sse.ipynb #df2102fb
 def with_sse(app, sse:SseDoor|None):
