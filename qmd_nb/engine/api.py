@@ -91,22 +91,22 @@ class Engine:
         if self._emb is None: raise ModelNotLoaded(f"Model not loaded: {self._error}")
         return self._emb
 
+    def view(self, collections=None, # collections the client may see (None: all)
+             roots=None # folders the client may name on the server's disk (None: any)
+            ) -> Engine|EngineView:
+        "The engine as a client limited to `collections` and `roots` sees it (the engine itself when both are None)."
+        if collections is None and roots is None: return self
+        key = (None if collections is None else frozenset(collections), None if roots is None else tuple(roots))
+        with self._lock:
+            if key not in self._views: self._views[key] = EngineView(self, self.store.view(key[0]), key[1])
+            return self._views[key]
+
 # %% ../../nbs/engine/20_api.ipynb #fa588bbe
 class EngineView:
     "An engine as one HTTP client sees it: its own store view and path roots; everything else is the engine's."
     def __init__(self, engine:Engine, store:Store, roots:tuple|None):
         self.engine, self.store, self.roots = engine, store, roots
     def __getattr__(self, name): return getattr(self.engine, name) # model, loading, background work
-
-def _view(self:Engine, collections=None, # collections the client may see (None: all)
-          roots=None # folders the client may name on the server's disk (None: any)
-         ) -> Engine|EngineView:
-    "The engine as a client limited to `collections` and `roots` sees it (the engine itself when both are None)."
-    if collections is None and roots is None: return self
-    key = (None if collections is None else frozenset(collections), None if roots is None else tuple(roots))
-    with self._lock:
-        if key not in self._views: self._views[key] = EngineView(self, self.store.view(key[0]), key[1])
-        return self._views[key]
 
 def confine_path(engine, path:str) -> str:
     "`path` itself for the owner; for a client, the resolved path if it lies under its roots or its collections' folders, else `Forbidden`."
@@ -122,8 +122,6 @@ def client_reader(engine):
     "How `ingest` reads a client's file: confined again and opened without following a link, when the write queue reaches it (None for the owner)."
     if engine.roots is None: return None
     return lambda path, max_bytes: read_confined(path, *_roots(engine), max_bytes) # a file swapped for a link while queued is refused
-
-Engine.view = _view
 
 # %% ../../nbs/engine/20_api.ipynb #c3713080
 def run_vsearch(engine:Engine, query:str, limit:int=10, min_score:float=0.3, collection=None,

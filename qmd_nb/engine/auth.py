@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/auth.html.md"""
 
 # %% ../../nbs/engine/05c_auth.ipynb #10d9779b
 from __future__ import annotations
-import fcntl, hashlib, hmac, json, os, re, secrets, stat, threading, time, datetime as _dt
+import fcntl, hashlib, hmac, json, os, re, secrets, stat, threading, time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,8 +102,8 @@ def check_private(folder:Path # the folder of the token files
     if f.exists() and f.stat().st_uid != me: raise Forbidden(f"{f} belongs to another user (uid {f.stat().st_uid}): remove it")
     return p
 
-def _iso(t) -> str|None: return None if t is None else _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec='seconds').replace('+00:00', 'Z')
 
+# %% ../../nbs/engine/05c_auth.ipynb #26ba8904
 class TokenStore:
     "The tokens of one user (and the OAuth grants and clients), in `tokens.json` of a private folder."
     def __init__(self, folder:Path # the config folder (`qmd_nb.engine.config.base_dirs`)
@@ -157,57 +157,54 @@ class TokenStore:
         "Every token and OAuth grant (hashes included: do not print them)."
         return list(self.data().get('tokens', []))
 
-# %% ../../nbs/engine/05c_auth.ipynb #26ba8904
-def _create(self:TokenStore, scope:str, # read, write or admin
-            collections:list[str]|None=None, # only these collections (None: all)
-            expires:str|None=None, # a duration (30d) or None
-            name:str|None=None, # a name to list and revoke it by
-            kind:str='token', **extra) -> tuple[str, dict]:
-    "A new token: (the secret, shown once; its record)."
-    from qmd_nb.engine.config import check_name
-    check_scope(scope)
-    cols = None if collections is None else sorted({check_name(c) for c in collections})
-    if cols == []: raise UsageError("--collections needs at least one collection name")
-    tid, ttl = secrets.token_hex(4), parse_expiry(expires)
-    secret = f'qmdnb_{tid}_{secrets.token_urlsafe(32)}'
-    rec = dict(id=tid, name=name or f'token-{tid}', kind=kind, hash=token_hash(secret), scope=scope, collections=cols,
-               created=time.time(), expires=None if ttl is None else time.time() + ttl, **extra)
-    check_name(rec['name'], 'token')
-    def add(d):
-        toks = d.setdefault('tokens', [])
-        if any(t['name'] == rec['name'] for t in toks): raise UsageError(f"A token named '{rec['name']}' exists: revoke it or choose another --name")
-        toks.append(rec)
-    self.update(add)
-    return secret, rec
+    def create(self, scope:str, # read, write or admin
+               collections:list[str]|None=None, # only these collections (None: all)
+               expires:str|None=None, # a duration (30d) or None
+               name:str|None=None, # a name to list and revoke it by
+               kind:str='token', **extra) -> tuple[str, dict]:
+        "A new token: (the secret, shown once; its record)."
+        from qmd_nb.engine.config import check_name
+        check_scope(scope)
+        cols = None if collections is None else sorted({check_name(c) for c in collections})
+        if cols == []: raise UsageError("--collections needs at least one collection name")
+        tid, ttl = secrets.token_hex(4), parse_expiry(expires)
+        secret = f'qmdnb_{tid}_{secrets.token_urlsafe(32)}'
+        rec = dict(id=tid, name=name or f'token-{tid}', kind=kind, hash=token_hash(secret), scope=scope, collections=cols,
+                   created=time.time(), expires=None if ttl is None else time.time() + ttl, **extra)
+        check_name(rec['name'], 'token')
+        def add(d):
+            toks = d.setdefault('tokens', [])
+            if any(t['name'] == rec['name'] for t in toks): raise UsageError(f"A token named '{rec['name']}' exists: revoke it or choose another --name")
+            toks.append(rec)
+        self.update(add)
+        return secret, rec
 
-def _revoke(self:TokenStore, key:str # a token's name or id
-           ) -> dict:
-    "Remove a token (or OAuth grant) by name or id, and the OAuth grants it approved; its record, with `ended`: those grants' names."
-    def rm(d):
-        toks = d.get('tokens', [])
-        hit = [t for t in toks if key in (t['name'], t['id'])]
-        if not hit: raise NotFound(f"No token named {key!r} (see 'qmd-nb token list')")
-        ids = {t['id'] for t in hit}
-        ended = [t for t in toks if t not in hit and t.get('approver') in ids] # a grant lives no longer than its approver
-        d['tokens'] = [t for t in toks if t not in hit and t not in ended]
-        return dict(hit[0], ended=[t['name'] for t in ended])
-    return self.update(rm)
+    def revoke(self, key:str # a token's name or id
+              ) -> dict:
+        "Remove a token (or OAuth grant) by name or id, and the OAuth grants it approved; its record, with `ended`: those grants' names."
+        def rm(d):
+            toks = d.get('tokens', [])
+            hit = [t for t in toks if key in (t['name'], t['id'])]
+            if not hit: raise NotFound(f"No token named {key!r} (see 'qmd-nb token list')")
+            ids = {t['id'] for t in hit}
+            ended = [t for t in toks if t not in hit and t.get('approver') in ids] # a grant lives no longer than its approver
+            d['tokens'] = [t for t in toks if t not in hit and t not in ended]
+            return dict(hit[0], ended=[t['name'] for t in ended])
+        return self.update(rm)
 
-def _verify(self:TokenStore, secret:str) -> Principal|None:
-    "The principal of a valid, unexpired token; None for anything else."
-    m = TOKEN_RE.match(secret or '')
-    if not m: return None
-    rec = self.record(m[1])
-    p = self._principals.get(m[1])
-    if p is None:
-        if rec is None or rec.get('kind') != 'token': return None
-        p = self._principals[m[1]] = (rec, Principal(rec['name'], rec['scope'], None if rec.get('collections') is None else frozenset(rec['collections']), rec['id']))
-    rec, principal = p
-    if not hmac.compare_digest(rec['hash'], token_hash(secret)): return None
-    if rec.get('expires') and rec['expires'] < time.time(): return None
-    return principal
-
-TokenStore.create, TokenStore.revoke, TokenStore.verify = _create, _revoke, _verify
+    def verify(self, secret:str) -> Principal|None:
+        "The principal of a valid, unexpired token; None for anything else."
+        m = TOKEN_RE.match(secret or '')
+        if not m: return None
+        rec = self.record(m[1])
+        p = self._principals.get(m[1])
+        if p is None:
+            if rec is None or rec.get('kind') != 'token': return None
+            p = self._principals[m[1]] = (rec, Principal(rec['name'], rec['scope'], None if rec.get('collections') is None else frozenset(rec['collections']), rec['id']))
+        rec, principal = p
+        if not hmac.compare_digest(rec['hash'], token_hash(secret)): return None
+        if rec.get('expires') and rec['expires'] < time.time(): return None
+        return principal
 
 # %% ../../nbs/engine/05c_auth.ipynb #b56b19d4
 def token_dir(env:dict|None=None) -> Path:

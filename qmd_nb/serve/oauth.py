@@ -16,7 +16,7 @@ from ..engine.format import visible
 # %% auto #0
 __all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS', 'MAX_TRIES', 'MAX_PENDING', 'MAX_FAILURES',
            'FAILURE_WINDOW', 'MAX_CLIENT_METADATA', 'CODE_ALPHABET', 'RATE_LIMITS', 'scope_list', 'top_scope',
-           'printable', 'OAuthServer', 'TooManyTries', 'approval_code', 'consent_html', 'consent_routes',
+           'printable', 'TooManyTries', 'approval_code', 'OAuthServer', 'consent_html', 'consent_routes',
            'resource_metadata_url', 'oauth_routes']
 
 # %% ../../nbs/serve/21c_oauth.ipynb #a90b5ef5
@@ -46,7 +46,173 @@ def _loopback_or_https(uri:str) -> bool:
     u = urlsplit(uri)
     return u.scheme == 'https' or (u.scheme == 'http' and u.hostname in ('127.0.0.1', 'localhost', '::1'))
 
-class OAuthServer:
+# %% ../../nbs/serve/21c_oauth.ipynb #4aad6842
+class TooManyTries(QmdError):
+    "Approval by code is paused after too many wrong ones (HTTP 429)."
+    status = 429
+
+def approval_code() -> str:
+    "A one-time approval code: 8 characters of `CODE_ALPHABET` (40 bits), as `ABCD-EFGH`."
+    c = ''.join(secrets.choice(CODE_ALPHABET) for _ in range(8))
+    return f'{c[:4]}-{c[4:]}'
+
+def _code_form(s:str) -> str: return re.sub(r'[\s-]', '', s).upper()
+
+class _Consent:
+    "How `OAuthServer` asks the owner: a request kept, a one-time code printed, the consent page's answer."
+    async def authorize(self, client, params) -> str:
+        "Keep the request, print a one-time code for the owner, and send the browser to the consent page."
+        from mcp.server.auth.provider import AuthorizeError
+        if params.resource and params.resource.rstrip('/') != self.resource:
+            raise AuthorizeError('invalid_target', f"This server issues tokens for {self.resource} only")
+        self._prune()
+        while len(self.pending) >= MAX_PENDING: del self.pending[next(iter(self.pending))] # the oldest goes: a flood of requests cannot pile up
+        rid, code = secrets.token_urlsafe(32), approval_code()
+        self.pending[rid] = dict(client=client, params=params, code=token_hash(_code_form(code)), until=time.time() + CONSENT_TTL, tries=0)
+        to = urlsplit(str(params.redirect_uri)).netloc
+        self.announce(f"OAuth: '{printable(client.client_name or client.client_id)}' asks for access ({printable(' '.join(params.scopes or []) or 'no scope named')}; "
+                      f"it will receive the answer at {printable(to)}). To approve, enter {code} on the page the browser opened (valid 10 minutes).")
+        return f"{self.issuer}/oauth/consent?request={rid}"
+
+    def _approver(self, req:dict, secret:str) -> Principal:
+        "Who approves: the one-time code (the owner, at the server's terminal) or an admin token; Forbidden otherwise."
+        s, now = (secret or '').strip(), time.time()
+        self.failures = [t for t in self.failures if t > now - FAILURE_WINDOW]
+        p = self.tokens.verify(s)
+        if p is not None and p.scope == 'admin': return p
+        if len(self.failures) >= MAX_FAILURES: # the budget of wrong approvals is shared by all requests: new requests bring no new tries
+            wait = int(self.failures[0] + FAILURE_WINDOW - now) // 60 + 1
+            raise TooManyTries(f"Too many wrong approval codes lately: approval by code is paused for {wait} minutes (an admin token still works)")
+        if hmac.compare_digest(token_hash(_code_form(s)), req['code']): return Principal('owner', 'admin', None, '', 'owner')
+        req['tries'] += 1; self.failures.append(now)
+        if len(self.failures) == MAX_FAILURES: self.announce(f"OAuth: {MAX_FAILURES} wrong approval codes in {FAILURE_WINDOW // 60} minutes: approval by code is paused (someone may be guessing)")
+        left = MAX_TRIES - req['tries']
+        if left <= 0: self.pending = {k: v for k, v in self.pending.items() if v is not req}
+        raise Forbidden("Wrong approval code or admin token" + (f" ({left} {'try' if left == 1 else 'tries'} left)" if left > 0 else "; this request is cancelled: start again from the client"))
+
+    def decide(self, rid:str, secret:str, scope:str='read', collections:str='', approve:bool=True) -> str:
+        "Where to send the browser after the consent page: the client's redirect URI with a code (or `access_denied`)."
+        from mcp.server.auth.provider import AuthorizationCode, construct_redirect_uri
+        req = self.pending.get(rid)
+        if req is None or req['until'] < time.time(): raise UsageError("This authorization request has expired or is unknown: start again from the client")
+        params, client = req['params'], req['client']
+        back = lambda **kw: construct_redirect_uri(str(params.redirect_uri), state=params.state, iss=self.issuer, **kw)
+        if not approve:
+            del self.pending[rid]; return back(error='access_denied', error_description='The owner declined')
+        who = self._approver(req, secret)
+        ceiling = top_scope(params.scopes) or 'admin'
+        if scope not in SCOPES or SCOPES.index(scope) > SCOPES.index(ceiling): raise UsageError(f"Choose a scope up to {ceiling} (the client asked for that much)")
+        cols = {check_name(c.strip()) for c in (collections or '').split(',') if c.strip()} or None
+        if who.collections is not None: cols = (cols or who.collections) & who.collections
+        if cols is not None and not cols: raise UsageError("The admin token used is limited to other collections")
+        del self.pending[rid]
+        code = 'qmdac_' + secrets.token_urlsafe(32)
+        self.codes[code] = dict(until=time.time() + CODE_TTL, scope=scope, collections=None if cols is None else sorted(cols),
+                                approver=who.id if who.kind == 'token' else '', # the grant lives no longer than the admin token that approved it
+                                ac=AuthorizationCode(code=code, scopes=scope_list(scope), expires_at=time.time() + CODE_TTL, client_id=client.client_id,
+                                                     code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
+                                                     redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource))
+        return back(code=code)
+
+# %% ../../nbs/serve/21c_oauth.ipynb #0f51440d
+class _Grants:
+    "The grants and tokens of `OAuthServer`: codes traded for grants, refresh, access tokens and revocation (the SDK's provider protocol), and `verify_access`."
+    def _approval_end(self, approver:str, # the id of the admin token that approved a grant ('': the owner, by code)
+                      records:list|None=None # the token records to look in (default: the file's, as it is now)
+                     ) -> float:
+        "When the approval behind a grant ends: the approving token's expiry (inf: none, or the owner's code); 0 once that token is revoked."
+        if not approver: return math.inf
+        t = next((t for t in records if t.get('id') == approver), None) if records is not None else self.tokens.record(approver)
+        return 0.0 if t is None or t.get('kind', 'token') != 'token' or t.get('scope') != 'admin' else (t.get('expires') or math.inf)
+
+    def _issue(self, rec:dict, refresh:str, scope:str|None=None):
+        "An access token for a grant, with its refresh token; it ends with the grant, or in an hour."
+        from mcp.shared.auth import OAuthToken
+        scope, now = scope or rec['scope'], time.time()
+        self._prune() # expired access tokens go (a client refreshing for months keeps one or two)
+        access, until = f"qmdat_{rec['id']}_{secrets.token_urlsafe(32)}", min(now + ACCESS_TTL, rec['expires'])
+        self.access[token_hash(access)] = dict(gid=rec['id'], scope=scope, until=until)
+        return OAuthToken(access_token=access, expires_in=max(1, int(until - now)), scope=' '.join(scope_list(scope)), refresh_token=refresh)
+
+    async def load_authorization_code(self, client, code:str):
+        c = self.codes.get(code)
+        if c is None and (u := self.used.get(code)): self._end_grant(u['gid'], 'an authorization code was used twice') # RFC 6749 4.1.2
+        return c['ac'] if c is not None and c['ac'].client_id == client.client_id and c['until'] >= time.time() else None
+
+    def _end_grant(self, gid:str, why:str):
+        "Revoke a grant and its access tokens because one of its secrets was replayed."
+        self.tokens.update(lambda d: d.update(tokens=[t for t in d.get('tokens', []) if not (t['id'] == gid and t.get('kind') == 'oauth')]))
+        self.access = {k: v for k, v in self.access.items() if v['gid'] != gid}
+        self.announce(f"OAuth: {why}; grant {gid} is revoked (its tokens may have been copied)")
+
+    async def exchange_authorization_code(self, client, ac):
+        "The grant (stored with the API tokens) and its first tokens; a code works once."
+        from mcp.server.auth.provider import TokenError
+        c = self.codes.pop(ac.code, None)
+        if c is None: raise TokenError('invalid_grant', 'authorization code already used')
+        end = self._approval_end(c['approver'])
+        if end <= time.time(): raise TokenError('invalid_grant', 'the admin token that approved this request has been revoked or has expired')
+        gid = secrets.token_hex(4)
+        refresh = f'qmdrt_{gid}_{secrets.token_urlsafe(32)}'
+        rec = dict(id=gid, name=f'oauth-{_slug(client.client_name)}-{gid}', kind='oauth', hash=token_hash(refresh), scope=c['scope'],
+                   collections=c['collections'], created=time.time(), expires=min(time.time() + REFRESH_TTL, end), client_id=client.client_id,
+                   **({'approver': c['approver']} if c['approver'] else {}))
+        self.tokens.update(lambda d: d.setdefault('tokens', []).append(rec))
+        self.used[ac.code] = dict(gid=gid, until=c['until'])
+        return self._issue(rec, refresh)
+
+    def _grant_of(self, token:str, prefix:str) -> dict|None:
+        m = re.fullmatch(prefix + r'_([0-9a-f]{8})_[A-Za-z0-9_-]{43}', token or '')
+        rec = self.tokens.record(m[1]) if m else None
+        return rec if rec is not None and rec.get('kind') == 'oauth' and self._approval_end(rec.get('approver', '')) > time.time() else None
+
+    async def load_refresh_token(self, client, token:str):
+        from mcp.server.auth.provider import RefreshToken
+        rec = self._grant_of(token, 'qmdrt')
+        if rec is None or rec.get('client_id') != client.client_id: return None
+        if not hmac.compare_digest(rec['hash'], token_hash(token)):
+            if token_hash(token) in rec.get('previous', []): self._end_grant(rec['id'], 'a replaced refresh token was used again')
+            return None
+        return RefreshToken(token=token, client_id=client.client_id, scopes=scope_list(rec['scope']), expires_at=int(rec['expires']), subject=rec['name'])
+
+    async def exchange_refresh_token(self, client, rt, scopes:list[str]):
+        "New tokens for a refresh token, which is replaced (a stolen one that is used again fails)."
+        from mcp.server.auth.provider import TokenError
+        new = f"qmdrt_{rt.token[6:14]}_{secrets.token_urlsafe(32)}"
+        def rotate(d):
+            rec = next((t for t in d.get('tokens', []) if t['id'] == rt.token[6:14] and t.get('kind') == 'oauth'), None)
+            if rec is None or not hmac.compare_digest(rec['hash'], token_hash(rt.token)): return None
+            end = self._approval_end(rec.get('approver', ''), d.get('tokens', [])) # never past the approving token's life
+            if end <= time.time(): return None
+            rec.update(hash=token_hash(new), expires=min(time.time() + REFRESH_TTL, end), previous=[rec['hash'], *rec.get('previous', [])][:10]); return dict(rec)
+        rec = self.tokens.update(rotate)
+        if rec is None: raise TokenError('invalid_grant', 'refresh token already used or revoked')
+        return self._issue(rec, new, top_scope(scopes) or rec['scope'])
+
+    async def load_access_token(self, token:str):
+        from mcp.server.auth.provider import AccessToken
+        a, rec = self.access.get(token_hash(token or '')), self._grant_of(token, 'qmdat')
+        if a is None or rec is None or a['until'] < time.time(): return None
+        return AccessToken(token=token, client_id=rec['client_id'], scopes=scope_list(a['scope']), expires_at=int(a['until']), subject=rec['name'])
+
+    async def revoke_token(self, token):
+        "End the grant of an access or refresh token: both stop working at once."
+        gid = token.token[6:14]
+        self.tokens.update(lambda d: d.update(tokens=[t for t in d.get('tokens', []) if not (t['id'] == gid and t.get('kind') == 'oauth')]))
+        self.access = {k: v for k, v in self.access.items() if v['gid'] != gid}
+
+    def verify_access(self, secret:str) -> Principal|None:
+        "The principal of a valid OAuth access token whose grant still exists; None otherwise."
+        if not (secret or '').startswith('qmdat_'): return None
+        a = self.access.get(token_hash(secret))
+        if a is None or a['until'] < time.time(): return None
+        rec = self.tokens.record(a['gid'])
+        if rec is None or rec.get('kind') != 'oauth': return None # revoked (here or with `qmd-nb token revoke`)
+        if self._approval_end(rec.get('approver', '')) <= time.time(): return None # the admin token that approved it is revoked or expired
+        return Principal(rec['name'], a['scope'], None if rec.get('collections') is None else frozenset(rec['collections']), rec['id'], 'oauth')
+
+# %% ../../nbs/serve/21c_oauth.ipynb #7c3e92b4
+class OAuthServer(_Consent, _Grants):
     "The authorization server of `qmd-nb serve` (the SDK's provider protocol), storing clients and grants in a `TokenStore`."
     def __init__(self, tokens:TokenStore, issuer:str, # e.g. http://127.0.0.1:18765
                  resource:str, # the MCP endpoint tokens are for, e.g. http://127.0.0.1:18765/mcp
@@ -80,173 +246,6 @@ class OAuthServer:
             for cid in sorted((c for c in cl if c not in used), key=lambda c: cl[c].get('client_id_issued_at', 0))[:max(0, len(cl) - MAX_CLIENTS + 1)]: del cl[cid]
             cl[info.client_id] = meta
         self.tokens.update(add)
-
-# %% ../../nbs/serve/21c_oauth.ipynb #4aad6842
-class TooManyTries(QmdError):
-    "Approval by code is paused after too many wrong ones (HTTP 429)."
-    status = 429
-
-def approval_code() -> str:
-    "A one-time approval code: 8 characters of `CODE_ALPHABET` (40 bits), as `ABCD-EFGH`."
-    c = ''.join(secrets.choice(CODE_ALPHABET) for _ in range(8))
-    return f'{c[:4]}-{c[4:]}'
-
-def _code_form(s:str) -> str: return re.sub(r'[\s-]', '', s).upper()
-
-async def _authorize(self:OAuthServer, client, params) -> str:
-    "Keep the request, print a one-time code for the owner, and send the browser to the consent page."
-    from mcp.server.auth.provider import AuthorizeError
-    if params.resource and params.resource.rstrip('/') != self.resource:
-        raise AuthorizeError('invalid_target', f"This server issues tokens for {self.resource} only")
-    self._prune()
-    while len(self.pending) >= MAX_PENDING: del self.pending[next(iter(self.pending))] # the oldest goes: a flood of requests cannot pile up
-    rid, code = secrets.token_urlsafe(32), approval_code()
-    self.pending[rid] = dict(client=client, params=params, code=token_hash(_code_form(code)), until=time.time() + CONSENT_TTL, tries=0)
-    to = urlsplit(str(params.redirect_uri)).netloc
-    self.announce(f"OAuth: '{printable(client.client_name or client.client_id)}' asks for access ({printable(' '.join(params.scopes or []) or 'no scope named')}; "
-                  f"it will receive the answer at {printable(to)}). To approve, enter {code} on the page the browser opened (valid 10 minutes).")
-    return f"{self.issuer}/oauth/consent?request={rid}"
-
-def _approver(self:OAuthServer, req:dict, secret:str) -> Principal:
-    "Who approves: the one-time code (the owner, at the server's terminal) or an admin token; Forbidden otherwise."
-    s, now = (secret or '').strip(), time.time()
-    self.failures = [t for t in self.failures if t > now - FAILURE_WINDOW]
-    p = self.tokens.verify(s)
-    if p is not None and p.scope == 'admin': return p
-    if len(self.failures) >= MAX_FAILURES: # the budget of wrong approvals is shared by all requests: new requests bring no new tries
-        wait = int(self.failures[0] + FAILURE_WINDOW - now) // 60 + 1
-        raise TooManyTries(f"Too many wrong approval codes lately: approval by code is paused for {wait} minutes (an admin token still works)")
-    if hmac.compare_digest(token_hash(_code_form(s)), req['code']): return Principal('owner', 'admin', None, '', 'owner')
-    req['tries'] += 1; self.failures.append(now)
-    if len(self.failures) == MAX_FAILURES: self.announce(f"OAuth: {MAX_FAILURES} wrong approval codes in {FAILURE_WINDOW // 60} minutes: approval by code is paused (someone may be guessing)")
-    left = MAX_TRIES - req['tries']
-    if left <= 0: self.pending = {k: v for k, v in self.pending.items() if v is not req}
-    raise Forbidden("Wrong approval code or admin token" + (f" ({left} {'try' if left == 1 else 'tries'} left)" if left > 0 else "; this request is cancelled: start again from the client"))
-
-def _decide(self:OAuthServer, rid:str, secret:str, scope:str='read', collections:str='', approve:bool=True) -> str:
-    "Where to send the browser after the consent page: the client's redirect URI with a code (or `access_denied`)."
-    from mcp.server.auth.provider import AuthorizationCode, construct_redirect_uri
-    req = self.pending.get(rid)
-    if req is None or req['until'] < time.time(): raise UsageError("This authorization request has expired or is unknown: start again from the client")
-    params, client = req['params'], req['client']
-    back = lambda **kw: construct_redirect_uri(str(params.redirect_uri), state=params.state, iss=self.issuer, **kw)
-    if not approve:
-        del self.pending[rid]; return back(error='access_denied', error_description='The owner declined')
-    who = self._approver(req, secret)
-    ceiling = top_scope(params.scopes) or 'admin'
-    if scope not in SCOPES or SCOPES.index(scope) > SCOPES.index(ceiling): raise UsageError(f"Choose a scope up to {ceiling} (the client asked for that much)")
-    cols = {check_name(c.strip()) for c in (collections or '').split(',') if c.strip()} or None
-    if who.collections is not None: cols = (cols or who.collections) & who.collections
-    if cols is not None and not cols: raise UsageError("The admin token used is limited to other collections")
-    del self.pending[rid]
-    code = 'qmdac_' + secrets.token_urlsafe(32)
-    self.codes[code] = dict(until=time.time() + CODE_TTL, scope=scope, collections=None if cols is None else sorted(cols),
-                            approver=who.id if who.kind == 'token' else '', # the grant lives no longer than the admin token that approved it
-                            ac=AuthorizationCode(code=code, scopes=scope_list(scope), expires_at=time.time() + CODE_TTL, client_id=client.client_id,
-                                                 code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
-                                                 redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource))
-    return back(code=code)
-
-OAuthServer.authorize, OAuthServer._approver, OAuthServer.decide = _authorize, _approver, _decide
-
-# %% ../../nbs/serve/21c_oauth.ipynb #0f51440d
-def _approval_end(self:OAuthServer, approver:str, # the id of the admin token that approved a grant ('': the owner, by code)
-                  records:list|None=None # the token records to look in (default: the file's, as it is now)
-                 ) -> float:
-    "When the approval behind a grant ends: the approving token's expiry (inf: none, or the owner's code); 0 once that token is revoked."
-    if not approver: return math.inf
-    t = next((t for t in records if t.get('id') == approver), None) if records is not None else self.tokens.record(approver)
-    return 0.0 if t is None or t.get('kind', 'token') != 'token' or t.get('scope') != 'admin' else (t.get('expires') or math.inf)
-
-def _issue(self:OAuthServer, rec:dict, refresh:str, scope:str|None=None):
-    "An access token for a grant, with its refresh token; it ends with the grant, or in an hour."
-    from mcp.shared.auth import OAuthToken
-    scope, now = scope or rec['scope'], time.time()
-    self._prune() # expired access tokens go (a client refreshing for months keeps one or two)
-    access, until = f"qmdat_{rec['id']}_{secrets.token_urlsafe(32)}", min(now + ACCESS_TTL, rec['expires'])
-    self.access[token_hash(access)] = dict(gid=rec['id'], scope=scope, until=until)
-    return OAuthToken(access_token=access, expires_in=max(1, int(until - now)), scope=' '.join(scope_list(scope)), refresh_token=refresh)
-
-async def _load_authorization_code(self:OAuthServer, client, code:str):
-    c = self.codes.get(code)
-    if c is None and (u := self.used.get(code)): self._end_grant(u['gid'], 'an authorization code was used twice') # RFC 6749 4.1.2
-    return c['ac'] if c is not None and c['ac'].client_id == client.client_id and c['until'] >= time.time() else None
-
-def _end_grant(self:OAuthServer, gid:str, why:str):
-    "Revoke a grant and its access tokens because one of its secrets was replayed."
-    self.tokens.update(lambda d: d.update(tokens=[t for t in d.get('tokens', []) if not (t['id'] == gid and t.get('kind') == 'oauth')]))
-    self.access = {k: v for k, v in self.access.items() if v['gid'] != gid}
-    self.announce(f"OAuth: {why}; grant {gid} is revoked (its tokens may have been copied)")
-
-async def _exchange_authorization_code(self:OAuthServer, client, ac):
-    "The grant (stored with the API tokens) and its first tokens; a code works once."
-    from mcp.server.auth.provider import TokenError
-    c = self.codes.pop(ac.code, None)
-    if c is None: raise TokenError('invalid_grant', 'authorization code already used')
-    end = self._approval_end(c['approver'])
-    if end <= time.time(): raise TokenError('invalid_grant', 'the admin token that approved this request has been revoked or has expired')
-    gid = secrets.token_hex(4)
-    refresh = f'qmdrt_{gid}_{secrets.token_urlsafe(32)}'
-    rec = dict(id=gid, name=f'oauth-{_slug(client.client_name)}-{gid}', kind='oauth', hash=token_hash(refresh), scope=c['scope'],
-               collections=c['collections'], created=time.time(), expires=min(time.time() + REFRESH_TTL, end), client_id=client.client_id,
-               **({'approver': c['approver']} if c['approver'] else {}))
-    self.tokens.update(lambda d: d.setdefault('tokens', []).append(rec))
-    self.used[ac.code] = dict(gid=gid, until=c['until'])
-    return self._issue(rec, refresh)
-
-def _grant_of(self:OAuthServer, token:str, prefix:str) -> dict|None:
-    m = re.fullmatch(prefix + r'_([0-9a-f]{8})_[A-Za-z0-9_-]{43}', token or '')
-    rec = self.tokens.record(m[1]) if m else None
-    return rec if rec is not None and rec.get('kind') == 'oauth' and self._approval_end(rec.get('approver', '')) > time.time() else None
-
-async def _load_refresh_token(self:OAuthServer, client, token:str):
-    from mcp.server.auth.provider import RefreshToken
-    rec = self._grant_of(token, 'qmdrt')
-    if rec is None or rec.get('client_id') != client.client_id: return None
-    if not hmac.compare_digest(rec['hash'], token_hash(token)):
-        if token_hash(token) in rec.get('previous', []): self._end_grant(rec['id'], 'a replaced refresh token was used again')
-        return None
-    return RefreshToken(token=token, client_id=client.client_id, scopes=scope_list(rec['scope']), expires_at=int(rec['expires']), subject=rec['name'])
-
-async def _exchange_refresh_token(self:OAuthServer, client, rt, scopes:list[str]):
-    "New tokens for a refresh token, which is replaced (a stolen one that is used again fails)."
-    from mcp.server.auth.provider import TokenError
-    new = f"qmdrt_{rt.token[6:14]}_{secrets.token_urlsafe(32)}"
-    def rotate(d):
-        rec = next((t for t in d.get('tokens', []) if t['id'] == rt.token[6:14] and t.get('kind') == 'oauth'), None)
-        if rec is None or not hmac.compare_digest(rec['hash'], token_hash(rt.token)): return None
-        end = self._approval_end(rec.get('approver', ''), d.get('tokens', [])) # never past the approving token's life
-        if end <= time.time(): return None
-        rec.update(hash=token_hash(new), expires=min(time.time() + REFRESH_TTL, end), previous=[rec['hash'], *rec.get('previous', [])][:10]); return dict(rec)
-    rec = self.tokens.update(rotate)
-    if rec is None: raise TokenError('invalid_grant', 'refresh token already used or revoked')
-    return self._issue(rec, new, top_scope(scopes) or rec['scope'])
-
-async def _load_access_token(self:OAuthServer, token:str):
-    from mcp.server.auth.provider import AccessToken
-    a, rec = self.access.get(token_hash(token or '')), self._grant_of(token, 'qmdat')
-    if a is None or rec is None or a['until'] < time.time(): return None
-    return AccessToken(token=token, client_id=rec['client_id'], scopes=scope_list(a['scope']), expires_at=int(a['until']), subject=rec['name'])
-
-async def _revoke_token(self:OAuthServer, token):
-    "End the grant of an access or refresh token: both stop working at once."
-    gid = token.token[6:14]
-    self.tokens.update(lambda d: d.update(tokens=[t for t in d.get('tokens', []) if not (t['id'] == gid and t.get('kind') == 'oauth')]))
-    self.access = {k: v for k, v in self.access.items() if v['gid'] != gid}
-
-def _verify_access(self:OAuthServer, secret:str) -> Principal|None:
-    "The principal of a valid OAuth access token whose grant still exists; None otherwise."
-    if not (secret or '').startswith('qmdat_'): return None
-    a = self.access.get(token_hash(secret))
-    if a is None or a['until'] < time.time(): return None
-    rec = self.tokens.record(a['gid'])
-    if rec is None or rec.get('kind') != 'oauth': return None # revoked (here or with `qmd-nb token revoke`)
-    if self._approval_end(rec.get('approver', '')) <= time.time(): return None # the admin token that approved it is revoked or expired
-    return Principal(rec['name'], a['scope'], None if rec.get('collections') is None else frozenset(rec['collections']), rec['id'], 'oauth')
-
-OAuthServer._issue, OAuthServer._grant_of, OAuthServer._end_grant, OAuthServer._approval_end = _issue, _grant_of, _end_grant, _approval_end
-for _f in (_load_authorization_code, _exchange_authorization_code, _load_refresh_token, _exchange_refresh_token, _load_access_token, _revoke_token, _verify_access):
-    setattr(OAuthServer, _f.__name__[1:], _f) # the SDK's provider protocol, and verify_access
 
 # %% ../../nbs/serve/21c_oauth.ipynb #93451acf
 def _headers(redirect:str|None=None) -> dict:
