@@ -135,3 +135,28 @@ with st.writing():
         assert r.stdout.strip() and time.time() - t < 15 # answered while the lock is held (a waiting reader would take 30 s)
     finally:
         holder.kill(); holder.wait()
+
+def _catalog(home:Path) -> int:
+    "Bytes of the catalog and its log on disk."
+    return sum(f.stat().st_size for f in (home/'cache'/'index').glob('catalog.sqlite*'))
+
+def test_deleted_folder_gives_its_space_back(tmp_path):
+    "A folder of 3,000 pages deleted: `update` gives the catalog's freed pages back, for a new catalog and an older one without auto-vacuum alike."
+    import shutil, sqlite3
+    for home, legacy in ((tmp_path/'new', False), (tmp_path/'old', True)):
+        root = tmp_path/'pages'; _copy_pages(root/'keep', 20); big = root/'big'; big.mkdir()
+        for i in range(3000): (big/f'p{i}.md').write_text(f'# page {i}\n\n' + f'word{i} lorem ipsum dolor sit amet\n' * 120, encoding='utf-8')
+        if legacy: # a catalog made before incremental auto-vacuum, as SQLite makes them by default
+            (home/'cache'/'index').mkdir(parents=True); db = sqlite3.connect(home/'cache'/'index'/'catalog.sqlite')
+            db.execute('CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT)'); db.commit(); db.close()
+        env = dict(os.environ, QMD_NB_HOME=str(home), XDG_CONFIG_HOME=str(home/'cfg'))
+        run = lambda *a: subprocess.run([QMD_BIN, *a], env=env, capture_output=True, text=True, encoding='utf-8', timeout=600)
+        assert run('collection', 'add', str(root), '--name', 'p').returncode == 0
+        full = _catalog(home)
+        shutil.rmtree(big)
+        r = run('update'); assert r.returncode == 0 and '3000 removed' in r.stdout, r.stdout + r.stderr
+        db = sqlite3.connect(home/'cache'/'index'/'catalog.sqlite')
+        assert db.execute('PRAGMA auto_vacuum').fetchone()[0] == 2 and db.execute('PRAGMA freelist_count').fetchone()[0] == 0
+        assert full > 20 << 20 and _catalog(home) < 1 << 20, (legacy, full, _catalog(home))
+        assert 'big/' not in run('search', 'lorem ipsum').stdout and 'keep/' in run('multi-get', 'p/keep/*.md', '--json').stdout
+        shutil.rmtree(root)

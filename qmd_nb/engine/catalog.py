@@ -9,15 +9,15 @@ from __future__ import annotations
 from .store import DocRow, NewDoc, Store, DOC_COLS, bump_generation, doc_row, now_iso
 from typing import NamedTuple
 from .errors import NotFound
-import json, os
+import json, os, sqlite3
 
 # %% auto #0
-__all__ = ['put_docs', 'touch_docs', 'move_docs', 'remove_docs', 'drop_orphans', 'Known', 'doc_index', 'doc_hashes',
-           'docs_by_ids', 'doc_bodies', 'doc_body', 'listing_stamp', 'new_listing_token', 'has_problems',
-           'cached_conversion', 'cache_conversions', 'library_files', 'hashes_with_prefix', 'docid', 'is_docid',
-           'docs_by_docid', 'set_problems', 'replace_problems', 'add_problem', 'mark_updated', 'note_scan',
+__all__ = ['RECLAIM_SHARE', 'RECLAIM_MIN_BYTES', 'put_docs', 'touch_docs', 'move_docs', 'remove_docs', 'drop_orphans', 'Known',
+           'doc_index', 'doc_hashes', 'docs_by_ids', 'doc_bodies', 'doc_body', 'listing_stamp', 'new_listing_token',
+           'has_problems', 'cached_conversion', 'cache_conversions', 'library_files', 'hashes_with_prefix', 'docid',
+           'is_docid', 'docs_by_docid', 'set_problems', 'replace_problems', 'add_problem', 'mark_updated', 'note_scan',
            'scan_started', 'forget_collection', 'rename_in_catalog', 'documents', 'documents_where', 'count',
-           'doc_paths', 'doc_keys', 'has_vectors', 'problems', 'kv_get', 'kv_set']
+           'doc_paths', 'doc_keys', 'has_vectors', 'problems', 'kv_get', 'kv_set', 'free_space', 'reclaim_space']
 
 # %% ../../nbs/engine/03b_catalog.ipynb #affa0848
 def put_docs(store:Store, docs:list[NewDoc]):
@@ -317,3 +317,30 @@ def kv_get(store:Store, key:str) -> str|None:
 def kv_set(store:Store, key:str, value:str):
     "Set a value of the catalog's key-value table (its own transaction)."
     with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES(?, ?)", (key, str(value)))
+
+# %% ../../nbs/engine/03b_catalog.ipynb #7e320eae
+RECLAIM_SHARE = 0.25 # free pages worth giving back: at least this share of the catalog's file...
+RECLAIM_MIN_BYTES = 8 << 20 # ... and at least this many bytes
+
+def free_space(store:Store) -> tuple[int, int]:
+    "(free bytes, file bytes) of the catalog: free bytes are pages SQLite keeps for reuse after rows were deleted."
+    db = store.root.db
+    size = db.execute('PRAGMA page_size').fetchone()[0]
+    return db.execute('PRAGMA freelist_count').fetchone()[0] * size, db.execute('PRAGMA page_count').fetchone()[0] * size
+
+def reclaim_space(store:Store, share:float=RECLAIM_SHARE, # of the file that must be free...
+                  min_bytes:int=RECLAIM_MIN_BYTES # ... and bytes, before the space is given back
+                 ) -> int:
+    "Give the disk back the catalog's free pages once many documents went; returns the bytes given back (best effort)."
+    store = store.root
+    if store.readonly: return 0
+    with store.lock:
+        db = store.db
+        free, total = free_space(store)
+        if db.in_transaction or free < max(min_bytes, share * total): return 0
+        try:
+            if db.execute('PRAGMA auto_vacuum').fetchone()[0] == 2: db.executescript('PRAGMA incremental_vacuum;')
+            else: db.execute('PRAGMA auto_vacuum=INCREMENTAL'); db.execute('VACUUM') # an older catalog: rewritten once, incremental from then on
+        except sqlite3.Error: return 0 # no room for VACUUM's copy: the pages stay free for later rows
+        store.shrink_wal() # the file shrinks when its log is written back
+        return free - free_space(store)[0]

@@ -14,7 +14,7 @@ from .config import Collection, check_name, check_path_text, norm_context_path, 
 from .errors import UsageError, NotFound, QmdError, DiskFull, disk_full
 from .text import Analyzer, doc_title
 from .store import Store, DocRow, generation, get_collection, check_allowed
-from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, rename_in_catalog, cached_conversion, cache_conversions, library_files
+from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, reclaim_space, rename_in_catalog, cached_conversion, cache_conversions, library_files
 from .convert import Converter, ConversionError, CONVERTER_VERSION, DEFAULT_MASK
 from .progress import progress_bar
 from .readpool import ToRead, Unreadable, Pending, read_files, index_workers, roomy_heap
@@ -173,9 +173,9 @@ def refresh_keyword(store:Store):
     new segment (`qmd_nb.engine.keyword.refresh`); when nothing changed since the last refresh, at the cost of one catalog read."""
     mark = str(generation(store))
     if store.q("SELECT value FROM kv WHERE key='keyword_fresh'") == [(mark,)] and (store.paths.keyword_dir/'CURRENT').exists(): return
-    from qmd_nb.engine.keyword import refresh # numpy and the index files: only when there is work for them
-    refresh(store)
+    from qmd_nb.engine.keyword import refresh; refresh(store) # numpy and the index files: only when there is work for them
     with store.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES('keyword_fresh', ?)", (mark,))
+    reclaim_space(store) # the pages of the log it took and of removed documents go back to the disk, once they are many
 
 def _sweep(store:Store, hashes:list|None):
     "Drop contents no document uses (only `hashes` when the last sweep saw the previous generation), and note the sweep."

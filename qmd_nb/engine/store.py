@@ -51,8 +51,7 @@ def migrate(db:sqlite3.Connection):
             try: db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
             except sqlite3.OperationalError as e:
                 if 'duplicate column' not in str(e): raise # another process added it first
-    # what `update` reads for every file, from the index alone (a no-change update of 100k files reads no table row)
-    db.execute("CREATE INDEX IF NOT EXISTS documents_stat ON documents(collection, path, id, size, mtime_ns, inode)")
+    db.execute("CREATE INDEX IF NOT EXISTS documents_stat ON documents(collection, path, id, size, mtime_ns, inode)") # what `update` reads of every file: a no-change update of 100k files reads no table row
 
 def now_iso() -> str:
     "The current UTC time as ISO 8601 with milliseconds and `Z`."
@@ -157,6 +156,7 @@ def _open_catalog(path:Path) -> tuple[sqlite3.Connection, bool, bool]:
         for f in (path, *(path.with_name(path.name + x) for x in ('-wal', '-shm'))):
             if f == path or f.exists(): private_file(f) # SQLite gives -wal and -shm the catalog's mode
         db = sqlite3.connect(path, **kw)
+        if not db.execute('PRAGMA page_count').fetchone()[0]: db.execute('PRAGMA auto_vacuum=INCREMENTAL') # a new catalog: it can give back the pages of deleted rows
         db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL'); db.executescript(SCHEMA); migrate(db)
         return db, False, False
     except (sqlite3.OperationalError, OSError) as e:
