@@ -6,10 +6,10 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/gate.html.md"""
 
 # %% auto #0
 __all__ = ['DEFAULT_PORTS', 'CORS_METHODS', 'CORS_HEADERS', 'CORS_EXPOSE', 'PUBLIC', 'STREAM_RECHECK_SECONDS', 'AT_ONCE',
-           'MCP_PATHS', 'PARSE_ERROR', 'SESSIONS_EACH', 'parse_host', 'parse_origin', 'Allowed', 'preflight_headers',
-           'with_cors', 'private', 'is_public', 'challenge', 'send_json', 'Rechecked', 'Gate', 'Unauthenticated',
-           'needs', 'principal', 'check_routes', 'trusted', 'read_body', 'mcp_operations', 'McpDoor', 'client_key',
-           'RateLimit']
+           'SSE_PATHS', 'MCP_PATHS', 'PARSE_ERROR', 'SESSIONS_EACH', 'parse_host', 'parse_origin', 'Allowed',
+           'preflight_headers', 'with_cors', 'private', 'is_public', 'challenge', 'send_json', 'Rechecked', 'sse_twin',
+           'metadata_at', 'Gate', 'Unauthenticated', 'needs', 'principal', 'check_routes', 'trusted', 'read_body',
+           'mcp_operations', 'McpDoor', 'client_key', 'RateLimit']
 
 # %% ../../nbs/serve/21b_gate.ipynb #498c5562
 # no `from __future__ import annotations`: FastAPI reads the dependency's annotations at runtime
@@ -139,12 +139,21 @@ class Rechecked:
         if self.ended and not self.done: await self._send({'type': 'http.response.body', 'body': b'', 'more_body': False})
 
 AT_ONCE = 32 # requests (MCP event streams included) one token may have under way; beyond, 429
-MCP_PATHS = ('/mcp', '/sse', '/messages/') # MCP's endpoints (Streamable HTTP; the older SSE transport's stream and messages): OAuth-shaped 401 bodies
+SSE_PATHS = ('/sse', '/messages/') # the older SSE transport's stream and messages: to its clients (and their OAuth) one resource, /sse
+MCP_PATHS = ('/mcp', *SSE_PATHS) # MCP's endpoints (Streamable HTTP, and the SSE transport): OAuth-shaped 401 bodies
+
+def sse_twin(url:str|None) -> str|None:
+    "The /sse counterpart of an /mcp URL, a resource or its RFC 9728 metadata URL (`…/mcp` -> `…/sse`); None for any other URL."
+    return url[:-4] + '/sse' if url and url.endswith('/mcp') else None
+
+def metadata_at(prm:str|None, path:str) -> str|None:
+    "The metadata URL a 401 or 403 at `path` names: /sse's for the SSE transport's paths (its client checks the resource is the URL it connects to), else `prm`."
+    return (sse_twin(prm) or prm) if path in SSE_PATHS else prm
 
 class Gate:
     "ASGI middleware: the principal of each request, from its bearer token (401 for anonymous requests outside the public paths); a stream ends with its token."
     def __init__(self, app, verify, # token -> Principal or None; None: no authentication (every request is the owner's)
-                 resource_metadata:str|None=None, # the RFC 9728 metadata URL, named in 401 answers
+                 resource_metadata:str|None=None, # /mcp's RFC 9728 metadata URL, named in 401 answers (/sse's at the SSE transport's paths)
                  at_once:int=AT_ONCE # requests one principal may have under way (one client cannot take every thread and socket)
                 ):
         self.app, self.verify, self.prm, self._users, self.at_once, self.busy = app, verify, resource_metadata, {}, at_once, {}
@@ -191,7 +200,7 @@ class Gate:
 
     async def deny(self, scope, send, sent:bool):
         why = "Invalid, expired or revoked token" if sent else "Authentication required: send 'Authorization: Bearer <token>' (see 'qmd-nb token create')"
-        hdr = [(b'www-authenticate', challenge('invalid_token' if sent else None, why, self.prm))]
+        hdr = [(b'www-authenticate', challenge('invalid_token' if sent else None, why, metadata_at(self.prm, scope['path'])))]
         body = {'error': 'invalid_token', 'error_description': why} if scope['path'] in MCP_PATHS else {'detail': why, 'status_code': 401}
         await send_json(send, 401, body, hdr)
 
@@ -333,17 +342,18 @@ class McpDoor:
             if await self.refused(p, body, send): return
         await (await self.app_for(p))(scope, receive, send)
 
-    async def refused(self, p:Principal, body:bytes, send) -> bool:
+    async def refused(self, p:Principal, body:bytes, send, path:str='/mcp' # where it was posted (its 403 names that resource's metadata)
+                     ) -> bool:
         "Whether the body was answered here: 400 when it is no JSON, 403 when it holds a message `p` may not send."
         ops = mcp_operations(body, self.owner)
         if ops is None: await send_json(send, 400, PARSE_ERROR); return True # what is not read here does not reach the SDK
         for op, mid in ops:
             try: authorize(p, op)
-            except Forbidden as e: await self.forbidden(send, op, mid, str(e)); return True
+            except Forbidden as e: await self.forbidden(send, op, mid, str(e), path); return True
         return False
 
-    async def forbidden(self, send, op:str, mid, why:str):
-        hdr = [(b'www-authenticate', challenge('insufficient_scope', why, self.prm, OPERATIONS.get(op)))]
+    async def forbidden(self, send, op:str, mid, why:str, path:str='/mcp'):
+        hdr = [(b'www-authenticate', challenge('insufficient_scope', why, metadata_at(self.prm, path), OPERATIONS.get(op)))]
         await send_json(send, 403, {'jsonrpc': '2.0', 'id': mid, 'error': {'code': -32600, 'message': f"Forbidden: {why}"}}, hdr)
 
 

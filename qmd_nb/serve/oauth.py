@@ -12,6 +12,7 @@ from ..engine.config import check_name
 from ..engine.errors import QmdError, UsageError, Forbidden
 from ..engine.auth import TokenStore, Principal, SCOPES, token_hash
 from ..engine.format import visible
+from .gate import sse_twin
 
 # %% auto #0
 __all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS', 'MAX_TRIES', 'MAX_PENDING', 'MAX_FAILURES',
@@ -63,8 +64,8 @@ class _Consent:
     async def authorize(self, client, params) -> str:
         "Keep the request, print a one-time code for the owner, and send the browser to the consent page."
         from mcp.server.auth.provider import AuthorizeError
-        if params.resource and params.resource.rstrip('/') != self.resource:
-            raise AuthorizeError('invalid_target', f"This server issues tokens for {self.resource} only")
+        if params.resource and params.resource.rstrip('/') not in self.resources: # only our own URLs, compared whole
+            raise AuthorizeError('invalid_target', f"This server issues tokens for {' and '.join(self.resources)} only")
         self._prune()
         while len(self.pending) >= MAX_PENDING: del self.pending[next(iter(self.pending))] # the oldest goes: a flood of requests cannot pile up
         rid, code = secrets.token_urlsafe(32), approval_code()
@@ -215,10 +216,11 @@ class _Grants:
 class OAuthServer(_Consent, _Grants):
     "The authorization server of `qmd-nb serve` (the SDK's provider protocol), storing clients and grants in a `TokenStore`."
     def __init__(self, tokens:TokenStore, issuer:str, # e.g. http://127.0.0.1:18765
-                 resource:str, # the MCP endpoint tokens are for, e.g. http://127.0.0.1:18765/mcp
+                 resource:str, # the MCP endpoint tokens are for, e.g. http://127.0.0.1:18765/mcp (and the SSE transport's /sse beside it)
                  announce=None # prints a line where the owner sees it (default: stderr)
                 ):
         self.tokens, self.issuer, self.resource = tokens, issuer.rstrip('/'), resource.rstrip('/')
+        self.resources = (self.resource, *filter(None, [sse_twin(self.resource)])) # one protected resource, at each URL a client may name
         self.announce = announce or (lambda msg: print(f"qmd-nb: {msg}", file=sys.stderr, flush=True))
         self.pending, self.codes, self.access = {}, {}, {} # consent requests, authorization codes, access tokens (by hash)
         self.used, self.failures = {}, [] # codes already exchanged (-> their grant), times of wrong approvals
@@ -319,6 +321,6 @@ def oauth_routes(server:OAuthServer) -> list:
     meta.authorization_response_iss_parameter_supported = True
     prm = ProtectedResourceMetadata(resource=cfg.resource_server_url, authorization_servers=[cfg.issuer_url], scopes_supported=list(SCOPES), resource_name='qmd-nb')
     return [Route('/.well-known/oauth-authorization-server', cors_middleware(MetadataHandler(meta).handle, ['GET', 'OPTIONS']), methods=['GET', 'OPTIONS']),
-            *routes, *create_protected_resource_routes(cfg.resource_server_url, [cfg.issuer_url], list(SCOPES), 'qmd-nb'),
+            *routes, *(r for res in server.resources for r in create_protected_resource_routes(res, [cfg.issuer_url], list(SCOPES), 'qmd-nb')),
             Route('/.well-known/oauth-protected-resource', cors_middleware(ProtectedResourceMetadataHandler(prm).handle, ['GET', 'OPTIONS']), methods=['GET', 'OPTIONS']),
             *consent_routes(server)]

@@ -71,7 +71,7 @@ class SseDoor:
     async def post(self, p, scope, receive, send):
         "A client's message to its session: authorized first (as at /mcp), then handed to the principal's own transport (404 for a session not its own)."
         body, receive = await read_body(receive)
-        if await self.door.refused(p, body, send): return
+        if await self.door.refused(p, body, send, scope['path']): return
         key = self.door.key(p)
         if key not in self.transports: return await send_json(send, 404, {'detail': 'Could not find session', 'status_code': 404})
         await self.transports[key].handle_post_message(scope, receive, send)
