@@ -16,9 +16,9 @@ from .store import Store, now_iso
 from .index import update, update_paths
 
 # %% auto #0
-__all__ = ['RESCAN_SECONDS', 'STORM_PATHS', 'WAIT_MS', 'CHECK_SECONDS', 'HOT_FILE_SECONDS', 'RETRY_SECONDS', 'UNDECODABLE',
-           'watched_roots', 'route', 'Freshness', 'limited_freshness', 'has_dir_links', 'HotFiles', 'storm_paths',
-           'Watcher']
+__all__ = ['RESCAN_SECONDS', 'STORM_PATHS', 'WAIT_MS', 'CHECK_SECONDS', 'HOT_FILE_SECONDS', 'HOT_FILE_SHARE',
+           'HOT_FILE_MAX_SECONDS', 'RETRY_SECONDS', 'UNDECODABLE', 'watched_roots', 'route', 'Freshness',
+           'limited_freshness', 'has_dir_links', 'HotFiles', 'storm_paths', 'Watcher']
 
 # %% ../../nbs/engine/10a_watch.ipynb #152a8790
 def watched_roots(store:Store,
@@ -100,7 +100,9 @@ def _identities(roots:dict) -> dict:
 STORM_PATHS = 500 # a batch of this many paths in one collection: once events stop, the collection is checked whole (events may have been lost)
 WAIT_MS = 1000 # the watch wakes at least this often without events: to bring in held-back hot files and to look at the mounts
 CHECK_SECONDS = 1.0 # how often the watched folders' identities and the mounts under them are compared with what was armed
-HOT_FILE_SECONDS = 5.0 # a file changed in two batches running (a growing log) is indexed again at most this often while it keeps changing
+HOT_FILE_SECONDS = 5.0 # a file changed in two batches running (a growing log) is indexed again at most this often while it keeps changing...
+HOT_FILE_SHARE = 0.1 # ... or less often: indexing it again takes at most this share of the time (a 20 MB log takes 4 s: every 40 s)...
+HOT_FILE_MAX_SECONDS = 60.0 # ... but at least this often (its newest lines wait no longer)
 RETRY_SECONDS = 5.0 # a batch that failed (a full disk, a locked index) is tried again, as a whole update of its collections, this long after
 UNDECODABLE = 'Unable to decode path' # how watchfiles' error about a file name that is not UTF-8 begins
 
@@ -133,19 +135,32 @@ def _undecodable(e:Exception) -> bool:
     return isinstance(e, RuntimeError) and str(e).startswith(UNDECODABLE)
 
 class HotFiles:
-    "Paths that change batch after batch (a log being written), held back so that each is indexed at most every `every` seconds; the last state always is."
-    def __init__(self, every:float=HOT_FILE_SECONDS # seconds between two indexings of a file that keeps changing
-                ): self.every, self.prev, self.last, self.held = every, set(), {}, {}
+    "Paths that change batch after batch (a log being written), held back so that each is indexed at most every `gap(p)` seconds; the last state always is."
+    def __init__(self, every:float=HOT_FILE_SECONDS, # seconds between two indexings of a file that keeps changing...
+                 share:float=HOT_FILE_SHARE, # ... at least: indexing it again takes at most this share of the time...
+                 most:float=HOT_FILE_MAX_SECONDS # ... and at most this many seconds
+                ): self.every, self.share, self.most, self.prev, self.last, self.held, self.cost = every, share, most, set(), {}, {}, {}
+
+    def gap(self, p) -> float:
+        "Seconds between two indexings of path `p` while it keeps changing: `every`, or more when indexing it is slow (up to `most`)."
+        return max(self.every, min(self.most, self.cost.get(p, 0.0) / self.share))
+
+    def spent(self, paths:set, # the paths one batch indexed
+              seconds:float # how long that took
+             ):
+        "Record what indexing a batch cost: each of its paths is charged an equal part (a growing log is usually alone in its batch)."
+        for p in paths: self.cost[p] = seconds / len(paths)
 
     def take(self, paths:set, # the paths of this batch (empty: a wake-up without events)
              now:float # `time.monotonic()`
             ) -> set:
-        "The paths to index now: this batch's, less those indexed in the last `every` seconds that changed in the previous batch too, plus held ones now due."
-        hot = {p for p in paths if p in self.prev and now - self.last.get(p, -self.every) < self.every}
-        for p in hot: self.held.setdefault(p, self.last[p] + self.every)
+        "The paths to index now: this batch's, less those indexed in the last `gap` seconds that changed in the previous batch too, plus held ones now due."
+        hot = {p for p in paths if p in self.prev and p in self.last and now - self.last[p] < self.gap(p)}
+        for p in hot: self.held.setdefault(p, self.last[p] + self.gap(p))
         out, self.prev = (paths - hot) | {p for p, t in self.held.items() if t <= now}, set(paths)
         for p in out: self.held.pop(p, None)
-        self.last = {p: t for p, t in self.last.items() if now - t < self.every} | dict.fromkeys(out, now)
+        self.last = {p: t for p, t in self.last.items() if now - t < self.gap(p)} | dict.fromkeys(out, now)
+        self.cost = {p: c for p, c in self.cost.items() if p in self.last} # what is no longer held back needs no price
         return out
 
 def storm_paths(queue:str='/proc/sys/fs/inotify/max_queued_events') -> int:
@@ -231,7 +246,7 @@ class Watcher:
             while not self.stopping.is_set():
                 got = n.watch(self.debounce_ms, self.step_ms, WAIT_MS, self.stopping) # a set of (change, path), or 'timeout' / 'stop'
                 paths = self._hot.take({p for _, p in got} if isinstance(got, set) else set(), time.monotonic())
-                if paths: storm |= self._apply(paths, roots)
+                if paths: t0 = time.monotonic(); storm |= self._apply(paths, roots); self._hot.spent(paths, time.monotonic() - t0)
                 elif storm: self._rescan(storm); storm = set() # quiet after a storm: the kernel drops events when its queue overflows, and watchfiles does not say so
                 if self._retry and time.monotonic() >= self._retry_at and (due := self._due(roots)): self._rescan(due) # a failed batch's changes are not lost
                 if self._roots() != roots: return self.catch_up # collections were added or removed (or the config cannot be read)
