@@ -120,7 +120,7 @@ def test_management_endpoints(server, tmp_path):
     assert s.post('/update', {'pull': True}).json() == {'status': 'updated', 'collections': 2, 'content': 'Updated 2 collections'}
     assert s.post('/update').json()['status'] == 'updated' # the body is optional
     assert s.post('/contexts/add', {'path': str(extra), 'text': 'Animals'}).json() == {'status': 'added', 'path': str(extra), 'content': f'Added context for {str(extra)}'}
-    assert {'path': 'qmd://zoo', 'text': 'Animals'} in s.get('/contexts').json()['contexts']
+    assert {'path': str(extra.resolve()), 'text': 'Animals', 'uri': 'qmd://zoo'} in s.get('/contexts').json()['contexts'] # the folder, as the contract lists it
     assert s.post('/search', {'query': 'zebra'}).json()['results'][0]['context'] == 'Animals'
     assert s.delete('/contexts/qmd://zoo').json() == {'status': 'removed', 'path': 'qmd://zoo'}
     assert s.delete('/contexts/qmd://zoo').status_code == 404

@@ -121,19 +121,22 @@ def _authorize(c:httpx.Client, cid:str, resource:str|None, challenge:str) -> htt
     return c.get('/authorize', params=dict(response_type='code', client_id=cid, redirect_uri=CB, state='s', code_challenge=challenge,
                                            code_challenge_method='S256', scope='read', **({'resource': resource} if resource else {})))
 
-def grant(srv, resource:str|None) -> dict:
-    "The token answer of a grant for `resource` (register, authorize with PKCE, consent with the admin token, exchange the code)."
+def code_form(c:httpx.Client, srv, resource:str|None) -> tuple[str, dict]:
+    "(the token endpoint, the form that trades a new code for tokens) of a grant for `resource`: register, authorize with PKCE, consent with the admin token."
     import base64, hashlib, secrets
+    asm = c.get('/.well-known/oauth-authorization-server').json()
+    cid = c.post(asm['registration_endpoint'], json={'client_name': 'by-hand', 'redirect_uris': [CB], 'token_endpoint_auth_method': 'none'}).json()['client_id']
+    verifier = secrets.token_urlsafe(48)
+    r = _authorize(c, cid, resource, base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip('='))
+    assert r.status_code == 302 and '/oauth/consent?request=' in r.headers['location'], (r.status_code, r.headers.get('location'))
+    r = c.post('/oauth/consent', data={'request': r.headers['location'].split('request=')[1], 'secret': srv.admin, 'scope': 'read', 'action': 'approve'})
+    return asm['token_endpoint'], dict(grant_type='authorization_code', code=httpx.URL(r.headers['location']).params['code'], redirect_uri=CB, client_id=cid, code_verifier=verifier)
+
+def grant(srv, resource:str|None) -> dict:
+    "The token answer of a grant for `resource` (the code traded naming it too)."
     with httpx.Client(base_url=srv.url, timeout=30) as c:
-        asm = c.get('/.well-known/oauth-authorization-server').json()
-        cid = c.post(asm['registration_endpoint'], json={'client_name': 'by-hand', 'redirect_uris': [CB], 'token_endpoint_auth_method': 'none'}).json()['client_id']
-        verifier = secrets.token_urlsafe(48)
-        r = _authorize(c, cid, resource, base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip('='))
-        assert r.status_code == 302 and '/oauth/consent?request=' in r.headers['location'], (r.status_code, r.headers.get('location'))
-        r = c.post('/oauth/consent', data={'request': r.headers['location'].split('request=')[1], 'secret': srv.admin, 'scope': 'read', 'action': 'approve'})
-        code = httpx.URL(r.headers['location']).params['code']
-        form = dict(grant_type='authorization_code', code=code, redirect_uri=CB, client_id=cid, code_verifier=verifier, **({'resource': resource} if resource else {}))
-        r = c.post(asm['token_endpoint'], data=form)
+        url, form = code_form(c, srv, resource)
+        r = c.post(url, data=form | ({'resource': resource} if resource else {}))
         assert r.status_code == 200, r.text
         return r.json()
 
@@ -165,3 +168,18 @@ def test_resources_not_ours_are_refused(srv):
         r = c.get('/authorize', params=dict(response_type='code', client_id=cid, redirect_uri='https://evil.example/cb', state='s', code_challenge='A' * 43,
                                             code_challenge_method='S256', scope='read', resource=srv.url + '/sse'))
         assert r.status_code == 400 and 'evil.example' not in r.headers.get('location', ''), (r.status_code, r.headers) # no open redirect
+
+def test_token_endpoint_refuses_resources_not_ours(srv):
+    "The code exchange or a refresh naming a resource that is not this server's: `invalid_target` (RFC 8707 §2.2); the code is not spent, and still works here."
+    port = srv.url.rsplit(':', 1)[1]
+    with httpx.Client(base_url=srv.url, timeout=30) as c:
+        url, form = code_form(c, srv, None)
+        for res in ('https://evil.example/mcp', 'http://evil.example:' + port + '/mcp', srv.url + '/messages/', srv.url + '/', 'http://localhost:' + port + '/mcp'):
+            r = c.post(url, data=form | {'resource': res})
+            assert (r.status_code, r.json()['error'], r.headers['cache-control']) == (400, 'invalid_target', 'no-store'), (res, r.status_code, r.text)
+        tok = c.post(url, data=form | {'resource': srv.url + '/sse'}).json()
+        r = c.post(url, data=dict(grant_type='refresh_token', refresh_token=tok['refresh_token'], client_id=form['client_id'], resource='https://evil.example/mcp'))
+        assert r.status_code == 400 and r.json()['error'] == 'invalid_target', r.text
+        r = c.post(url, data=dict(grant_type='refresh_token', refresh_token=tok['refresh_token'], client_id=form['client_id'], resource=srv.url + '/mcp'))
+        assert r.status_code == 200 and r.json()['access_token'] != tok['access_token'], r.text
+        assert c.post('/mcp', json=rpc(1, 'ping'), headers={**auth(r.json()['access_token']), 'Accept': 'application/json, text/event-stream'}).status_code != 401

@@ -13,7 +13,8 @@ from .errors import QmdError, UsageError
 
 # %% auto #0
 __all__ = ['MAX_PATH', 'base_dirs', 'check_name', 'check_path_text', 'IndexPaths', 'index_paths', 'private_dir', 'private_file',
-           'default_mask', 'Collection', 'norm_context_path', 'contexts_for', 'Config', 'atomic_write', 'setting']
+           'default_mask', 'Collection', 'norm_context_path', 'context_folder', 'contexts_for', 'Config',
+           'atomic_write', 'setting']
 
 # %% ../../nbs/engine/00a_config.ipynb #7ef83019
 def base_dirs(env=None # environment to read (default `os.environ`)
@@ -115,6 +116,16 @@ def norm_context_path(path:str, # `/`, `qmd://collection[/sub]`, or `collection[
     p = p.strip('/')
     check_name(p.split('/')[0])
     return 'qmd://' + p
+
+# %% ../../nbs/engine/00a_config.ipynb #1c5a7e26
+def context_folder(collections:dict, # collection name -> `Collection`
+                   key:str # a context key (`norm_context_path`)
+                  ) -> str:
+    "The folder on disk a context key describes: `/` for all; the key itself when its collection is gone."
+    if key == '/' or not key.startswith('qmd://'): return key
+    name, _, sub = key[6:].partition('/')
+    c = collections.get(name)
+    return key if c is None else str(Path(c.path, sub)) if sub else c.path
 
 # %% ../../nbs/engine/00a_config.ipynb #ad2f41d0
 def contexts_for(contexts:dict, # context key -> text

@@ -112,7 +112,10 @@ class ContextAddRequest(RequestBody):
     path: str = Field(min_length=1, description="'/', qmd://collection[/folder] or a folder inside a collection")
     text: str = Field(min_length=1)
 class ContextAdded(BaseModel): status: Literal['added']; path: str; content: str
-class ContextItem(BaseModel): path: str; text: str
+class ContextItem(BaseModel):
+    path: str = Field(description="The folder on the server's disk it describes ('/': everything)")
+    text: str
+    uri: str = Field(description="Its key: '/' or qmd://collection[/folder], as DELETE /contexts/{path} also takes")
 class ContextsResponse(BaseModel): contexts: list[ContextItem]
 class ContextRemoved(BaseModel): status: Literal['removed']; path: str
 

@@ -18,7 +18,7 @@ from .gate import sse_twin
 __all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS', 'MAX_TRIES', 'MAX_PENDING', 'MAX_FAILURES',
            'FAILURE_WINDOW', 'MAX_CLIENT_METADATA', 'CODE_ALPHABET', 'RATE_LIMITS', 'scope_list', 'top_scope',
            'printable', 'TooManyTries', 'approval_code', 'OAuthServer', 'consent_html', 'consent_routes',
-           'resource_metadata_url', 'oauth_routes']
+           'resource_metadata_url', 'token_route', 'oauth_routes']
 
 # %% ../../nbs/serve/21c_oauth.ipynb #a90b5ef5
 ACCESS_TTL, REFRESH_TTL, CODE_TTL, CONSENT_TTL = 3600, 30 * 86400, 300, 600 # seconds
@@ -305,7 +305,28 @@ def resource_metadata_url(resource:str) -> str:
     u = urlsplit(resource)
     return f"{u.scheme}://{u.netloc}/.well-known/oauth-protected-resource{u.path.rstrip('/')}"
 
-def oauth_routes(server:OAuthServer) -> list:
+def token_route(server:OAuthServer):
+    "POST /token: the SDK's handler, after refusing a `resource` (RFC 8707) that is not this server's (`invalid_target`); the handler reads it and ignores it."
+    from starlette.middleware.cors import CORSMiddleware
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route, request_response
+    from mcp.server.auth.handlers.token import TokenHandler
+    from mcp.server.auth.middleware.client_auth import ClientAuthenticator
+    from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
+    from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+    sdk = TokenHandler(server, ClientAuthenticator(server))
+    async def handle(request):
+        res = (await request.form()).get('resource') # the form is kept on the request: the handler reads the same one
+        if isinstance(res, str) and res.rstrip('/') not in server.resources:
+            return JSONResponse(dict(error='invalid_target', error_description=f"This server issues tokens for {' and '.join(server.resources)} only"),
+                                400, headers={'Cache-Control': 'no-store', 'Pragma': 'no-cache'})
+        return await sdk.handle(request)
+    app = RequestBodyLimitMiddleware(request_response(handle), DEFAULT_MAX_REQUEST_BODY_SIZE) # as the SDK's own route
+    return Route('/token', CORSMiddleware(app, allow_origins='*', allow_methods=['POST', 'OPTIONS'], allow_headers=[MCP_PROTOCOL_VERSION_HEADER]), methods=['POST', 'OPTIONS'])
+
+def oauth_routes(server:OAuthServer,
+                 sse:bool=True # the app serves the SSE transport: /sse's metadata too
+                ) -> list:
     "Every OAuth route of the server."
     from qmd_nb.serve.sdk import import_sdk
     import_sdk()
@@ -316,11 +337,11 @@ def oauth_routes(server:OAuthServer) -> list:
     from mcp.shared.auth import ProtectedResourceMetadata
     cfg = AuthSettings(issuer_url=server.issuer, resource_server_url=server.resource, validate_token_resource=False) # URLs without a trailing slash
     reg, rev = ClientRegistrationOptions(enabled=True, valid_scopes=list(SCOPES), default_scopes=list(SCOPES)), RevocationOptions(enabled=True)
-    routes = [r for r in create_auth_routes(server, cfg.issuer_url, None, reg, rev) if r.path != '/.well-known/oauth-authorization-server']
+    routes = [r if r.path != '/token' else token_route(server) for r in create_auth_routes(server, cfg.issuer_url, None, reg, rev) if r.path != '/.well-known/oauth-authorization-server']
     meta = build_metadata(cfg.issuer_url, None, reg, rev)
     meta.authorization_response_iss_parameter_supported = True
     prm = ProtectedResourceMetadata(resource=cfg.resource_server_url, authorization_servers=[cfg.issuer_url], scopes_supported=list(SCOPES), resource_name='qmd-nb')
     return [Route('/.well-known/oauth-authorization-server', cors_middleware(MetadataHandler(meta).handle, ['GET', 'OPTIONS']), methods=['GET', 'OPTIONS']),
-            *routes, *(r for res in server.resources for r in create_protected_resource_routes(res, [cfg.issuer_url], list(SCOPES), 'qmd-nb')),
+            *routes, *(r for res in server.resources[:1 + sse] for r in create_protected_resource_routes(res, [cfg.issuer_url], list(SCOPES), 'qmd-nb')),
             Route('/.well-known/oauth-protected-resource', cors_middleware(ProtectedResourceMetadataHandler(prm).handle, ['GET', 'OPTIONS']), methods=['GET', 'OPTIONS']),
             *consent_routes(server)]

@@ -23,6 +23,7 @@ from ..engine.results import SearchResult
 from ..engine.documents import get, multi_get, status, collection_status, Skipped, Document, empty_hint
 from ..engine.format import search_summary, status_text, doc_text, plural, REST_TRUNC
 from ..engine import index
+from ..engine.config import context_folder
 from ..engine.api import Engine, run_vsearch, run_query, current_fingerprint, confine_path, watch_freshness, client_reader
 from ..engine.catalog import documents, count
 from .models import CollectionAddRequest, CollectionAdded, CollectionDetail, CollectionRemoved, CollectionRenamed, CollectionsResponse, ContextAddRequest, ContextAdded, ContextRemoved, ContextsResponse, EmbedRequest, EmbedResponse, ErrorResponse, GetRequest, GetResponse, Health, Indexed, MultiGetRequest, MultiGetResponse, QueryRequest, RenameRequest, SearchRequest, SearchResponse, StatusResponse, UpdateRequest, Updated, VSearchRequest, RequestBody
@@ -173,7 +174,9 @@ def add_index_routes(app, engine:Engine, q:WriteQueue):
         return dict(status='added', path=b.path, content=f"Added context for {b.path}")
 
     @app.get('/contexts', response_model=ContextsResponse, responses=_ERRORS, summary="List contexts")
-    def contexts_ep(e=E('contexts.list')): return dict(contexts=[dict(path=k, text=v) for k, v in e.store.config.contexts.items()])
+    def contexts_ep(e=E('contexts.list')):
+        cfg = e.store.config
+        return dict(contexts=[dict(path=context_folder(cfg.collections, k), text=v, uri=k) for k, v in cfg.contexts.items()])
 
     @app.delete('/contexts/{path:path}', response_model=ContextRemoved, responses=_ERRORS, summary="Remove a context")
     async def context_rm_ep(path: str, e=E('contexts.remove')):
@@ -256,7 +259,7 @@ def mk_app(engine:Engine, # the engine every endpoint answers from
         from qmd_nb.serve.oauth import resource_metadata_url
         prm = resource_metadata_url(oauth.resource)
     q, door = WriteQueue(), _mcp_door(engine, hosts, origins, tools, allow_paths, prm) if mcp else None
-    app = _routes(_api(q, door), engine, q, door, oauth)
+    app = _routes(_api(q, door), engine, q, door, oauth, door is not None and sse)
     app.state.engine, app.state.queue, app.state.roots, app.state.door = engine, q, tuple(str(p) for p in allow_paths), door
     app.state.sse = SseDoor(door) if door is not None and sse else None
     verify = None if tokens is None else (tokens.verify if oauth is None else lambda t: tokens.verify(t) or oauth.verify_access(t))
@@ -281,7 +284,7 @@ def _api(q:WriteQueue, door):
                    description="Local search over your documents: the QMD REST API. MCP (Streamable HTTP) is at /mcp. "
                                "Send 'Authorization: Bearer <token>' (qmd-nb token create).")
 
-def _routes(app, engine, q:WriteQueue, door, oauth):
+def _routes(app, engine, q:WriteQueue, door, oauth, sse:bool):
     "Every endpoint on `app`: the contract's, MCP's at /mcp and OAuth's."
     _handlers(app)
     add_search_routes(app, engine); add_model_routes(app, engine); add_collection_routes(app, engine, q); add_index_routes(app, engine, q)
@@ -292,7 +295,7 @@ def _routes(app, engine, q:WriteQueue, door, oauth):
         app.router.routes.append(Route('/mcp', door))
     if oauth is not None:
         from qmd_nb.serve.oauth import oauth_routes
-        app.router.routes.extend(oauth_routes(oauth))
+        app.router.routes.extend(oauth_routes(oauth, sse))
     return app
 
 def _mcp_door(engine, hosts, origins, tools=('qmd',), roots=(), prm=None):
