@@ -6,18 +6,16 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/gate.html.md"""
 
 # %% auto #0
 __all__ = ['DEFAULT_PORTS', 'CORS_METHODS', 'CORS_HEADERS', 'CORS_EXPOSE', 'PUBLIC', 'STREAM_RECHECK_SECONDS', 'AT_ONCE',
-           'SSE_PATHS', 'MCP_PATHS', 'PARSE_ERROR', 'SESSIONS_EACH', 'parse_host', 'parse_origin', 'Allowed',
-           'preflight_headers', 'with_cors', 'private', 'is_public', 'challenge', 'send_json', 'Rechecked', 'sse_twin',
-           'metadata_at', 'Gate', 'Unauthenticated', 'needs', 'principal', 'check_routes', 'trusted', 'read_body',
-           'mcp_operations', 'McpDoor', 'client_key', 'RateLimit']
+           'SSE_PATHS', 'MCP_PATHS', 'parse_host', 'parse_origin', 'Allowed', 'preflight_headers', 'with_cors',
+           'private', 'is_public', 'challenge', 'send_json', 'Rechecked', 'sse_twin', 'metadata_at', 'Gate',
+           'Unauthenticated', 'needs', 'principal', 'check_routes', 'trusted', 'client_key', 'RateLimit']
 
 # %% ../../nbs/serve/21b_gate.ipynb #498c5562
 # no `from __future__ import annotations`: FastAPI reads the dependency's annotations at runtime
 import json, re, time
 import anyio
-from contextlib import asynccontextmanager
 from starlette.requests import Request
-from ..engine.errors import QmdError, Forbidden
+from ..engine.errors import QmdError
 from ..engine.auth import Principal, OWNER, SCOPES, OPERATIONS, authorize
 
 # %% ../../nbs/serve/21b_gate.ipynb #e02da388
@@ -238,124 +236,6 @@ def trusted(app, p:Principal=OWNER):
     "Wrap an ASGI app so every request is `p`'s (for notebooks and tests of bare routes; servers use `Gate`)."
     async def as_p(scope, receive, send): await app(dict(scope, **{'qmd.principal': p}) if scope['type'] == 'http' else scope, receive, send)
     return as_p
-
-# %% ../../nbs/serve/21b_gate.ipynb #cf3561e6
-async def read_body(receive) -> tuple[bytes, object]:
-    "The whole request body, and a `receive` that replays it."
-    parts, more = [], True
-    while more:
-        m = await receive()
-        if m['type'] != 'http.request': return b''.join(parts), receive
-        parts.append(m.get('body', b'')); more = m.get('more_body', False)
-    body, sent = b''.join(parts), False
-    async def replay():
-        nonlocal sent
-        if sent: return await receive()
-        sent = True; return {'type': 'http.request', 'body': body, 'more_body': False}
-    return body, replay
-
-def mcp_operations(body:bytes, owner:dict # tool name -> profile
-                  ) -> list[tuple]|None:
-    "(operation, message id) of each JSON-RPC message in a body (`mcp` for what is not a known tool call); None when the body is no JSON."
-    try: msgs = json.loads(body)
-    except (ValueError, RecursionError): return None # deep nesting is a RecursionError, not a ValueError
-    out = []
-    for m in msgs if isinstance(msgs, list) else [msgs]:
-        if not isinstance(m, dict): out.append(('mcp', None)); continue
-        name = (m.get('params') or {}).get('name') if isinstance(m.get('params'), dict) else None
-        tool = m.get('method') == 'tools/call' and isinstance(name, str) and name in owner
-        out.append((f'{owner[name]}.{name}' if tool else 'mcp', m.get('id')))
-    return out or [('mcp', None)]
-
-# %% ../../nbs/serve/21b_gate.ipynb #0ea0c461
-PARSE_ERROR = {'jsonrpc': '2.0', 'id': None, 'error': {'code': -32700, 'message': 'Parse error'}}
-SESSIONS_EACH = 200 # open MCP sessions per principal (the SDK closes one idle for 30 minutes); beyond, 503 for that principal only
-
-class McpDoor:
-    "The /mcp endpoint: each message authorized by `OPERATIONS`, then served by the MCP server of the client's view and scope."
-    def __init__(self, engine, tools, # the served profiles
-                 roots=None, # folders clients may name (see `qmd_nb.engine.api.confine_path`)
-                 security=None, # the SDK's TransportSecuritySettings
-                 resource_metadata:str|None=None):
-        from qmd_nb.profiles.registry import check_profiles, profile_tools
-        self.engine, self.profiles, self.roots, self.security, self.prm = engine, check_profiles(tools), roots, security, resource_metadata
-        self.owner = {t: p for p in self.profiles for t in profile_tools(p)}
-        self.servers, self.apps, self._tg, self._lock = {}, {}, None, None
-        self._build((None, 'admin', '')) # the unlimited owner's server, made now rather than on the first request
-
-    def hidden(self, key) -> list[str]:
-        "The tools a principal of this (collections, scope) may not call, left out of its server (so of `tools/list`)."
-        p = Principal('', key[1], key[0])
-        def refused(op):
-            try: authorize(p, op); return False
-            except Forbidden: return True
-        return [t for t, prof in self.owner.items() if refused(f'{prof}.{t}')]
-
-    def _build(self, key):
-        from qmd_nb.serve.mcp import mk_mcp
-        srv = mk_mcp(self.engine.view(key[0], self.roots), tools=self.profiles)
-        stray = {t.name for t in srv._tool_manager.list_tools()} - set(self.owner)
-        if stray: raise RuntimeError(f"Tools without an operation in qmd_nb.engine.auth.OPERATIONS: {', '.join(sorted(stray))}") # they would pass as 'mcp'
-        for t in self.hidden(key): srv.remove_tool(t)
-        app = srv.streamable_http_app(streamable_http_path='/mcp', transport_security=self.security, max_sessions=SESSIONS_EACH)
-        self.servers[key], self.apps[key] = srv, next(r.app for r in app.routes if getattr(r, 'path', None) == '/mcp')
-
-    @asynccontextmanager
-    async def running(self):
-        "Run the session managers (in the app's lifespan)."
-        import anyio
-        self._lock = anyio.Lock()
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            try:
-                await tg.start(self._serve, self.servers[None, 'admin', '']); yield
-            finally: tg.cancel_scope.cancel()
-
-    async def _serve(self, srv, task_status):
-        import anyio
-        async with srv.session_manager.run(): task_status.started(); await anyio.sleep_forever()
-
-    @staticmethod
-    def key(p:Principal) -> tuple:
-        "Whose server `p` gets: one per (collections, scope, token id)."
-        return (None if p.collections is None else frozenset(p.collections), p.scope, p.id)
-
-    async def server_for(self, p:Principal):
-        "The MCP server of `p` (made and its session manager started on first use); the SSE door runs its sessions on it too."
-        await self.app_for(p)
-        return self.servers[self.key(p)]
-
-    async def app_for(self, p:Principal):
-        "The Streamable HTTP endpoint of the server for `p` (made and started on first use): its own, so that its sessions are its own to use up."
-        key = self.key(p)
-        if key not in self.apps or key not in self.servers or self.servers[key].session_manager._task_group is None:
-            async with self._lock:
-                if key not in self.apps:
-                    self._build(key); await self._tg.start(self._serve, self.servers[key])
-        return self.apps[key]
-
-    async def __call__(self, scope, receive, send):
-        p = scope.get('qmd.principal')
-        if p is None: return await send_json(send, 401, {'error': 'invalid_token', 'error_description': 'Authentication required'})
-        if scope['method'] == 'POST':
-            body, receive = await read_body(receive)
-            if await self.refused(p, body, send): return
-        await (await self.app_for(p))(scope, receive, send)
-
-    async def refused(self, p:Principal, body:bytes, send, path:str='/mcp' # where it was posted (its 403 names that resource's metadata)
-                     ) -> bool:
-        "Whether the body was answered here: 400 when it is no JSON, 403 when it holds a message `p` may not send."
-        ops = mcp_operations(body, self.owner)
-        if ops is None: await send_json(send, 400, PARSE_ERROR); return True # what is not read here does not reach the SDK
-        for op, mid in ops:
-            try: authorize(p, op)
-            except Forbidden as e: await self.forbidden(send, op, mid, str(e), path); return True
-        return False
-
-    async def forbidden(self, send, op:str, mid, why:str, path:str='/mcp'):
-        hdr = [(b'www-authenticate', challenge('insufficient_scope', why, metadata_at(self.prm, path), OPERATIONS.get(op)))]
-        await send_json(send, 403, {'jsonrpc': '2.0', 'id': mid, 'error': {'code': -32600, 'message': f"Forbidden: {why}"}}, hdr)
-
 
 # %% ../../nbs/serve/21b_gate.ipynb #2ed78d34
 def client_key(host:str|None) -> str:

@@ -16,7 +16,8 @@ from pydantic import BaseModel, Field
 from fastapi import Depends
 from ..engine.errors import QmdError, UsageError, Forbidden, storage_error, validation_detail
 from ..engine.auth import Principal, authorize
-from .gate import needs, principal, check_routes, trusted, Gate, McpDoor, RateLimit
+from .gate import needs, principal, check_routes, trusted, Gate, RateLimit
+from .door import McpDoor
 from .sse import SseDoor, with_sse
 from ..engine.search import search
 from ..engine.results import SearchResult

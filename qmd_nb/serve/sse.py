@@ -8,7 +8,8 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/sse.html.md"""
 __all__ = ['SSE_PATH', 'MESSAGES_PATH', 'SSE_EACH', 'run_session', 'SseDoor', 'with_sse']
 
 # %% ../../nbs/serve/21f_sse.ipynb #4d58ec78
-from .gate import McpDoor, send_json, read_body
+from .gate import send_json
+from .door import McpDoor, read_body
 
 # %% ../../nbs/serve/21f_sse.ipynb #4e9943b1
 async def run_session(srv, # an MCPServer (`qmd_nb.serve.mcp.mk_mcp`)
@@ -40,6 +41,7 @@ class SseDoor:
                  each:int=SSE_EACH # open streams per principal
                 ):
         self.door, self.each, self.transports, self.open = door, each, {}, {}
+        door.on_drop.append(lambda key: self.transports.pop(key, None)) # a principal's server dropped (unused): its transport goes too
 
     def transport(self, key):
         "The SSE transport of one principal's server: its own, so a session id is found only by the principal that opened it."
@@ -63,7 +65,8 @@ class SseDoor:
             return await send_json(send, 503, {'detail': f"Too many SSE streams open for '{p.name}' ({self.each}): close one first", 'status_code': 503},
                                    [(b'retry-after', b'5')])
         self.open[key] = self.open.get(key, 0) + 1 # counted before the first await: two requests cannot both take the last place
-        try: await run_session(await self.door.server_for(p), self.transport(key), scope, receive, send)
+        try:
+            async with self.door.serving(p) as (srv, _): await run_session(srv, self.transport(key), scope, receive, send)
         finally:
             self.open[key] -= 1
             if not self.open[key]: del self.open[key]
