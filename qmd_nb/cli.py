@@ -34,10 +34,11 @@ def _hint(st) -> bool:
 
 def _left_out(s) -> str:
     "What discovery saw but did not take, for the summary line ('' when nothing)."
-    kinds = sorted(((n, k) for k, n in s.left_out.items() if k != 'hidden'), reverse=True)
+    kinds = sorted(((n, k) for k, n in s.left_out.items() if k not in ('hidden', 'outside')), reverse=True)
     shown = ', '.join(f'{n} {k}' for n, k in kinds[:3]) + (', ...' if len(kinds) > 3 else '')
     return (f", {s.unmatched} not matched by the mask ({shown})" if s.unmatched else '') + \
-           (f", {s.left_out['hidden']} hidden (dot-files)" if s.left_out.get('hidden') else '')
+           (f", {s.left_out['hidden']} hidden (dot-files)" if s.left_out.get('hidden') else '') + \
+           (f", {s.left_out['outside']} links out of the folder (not followed)" if s.left_out.get('outside') else '')
 
 def _stats_line(s) -> str:
     return (f"{s.collection}: {s.indexed} indexed, {s.updated} updated, {s.unchanged} unchanged, "
@@ -190,6 +191,7 @@ def cmd_status(a):
 def cmd_eval(a):
     "eval"
     from qmd_nb.notebook.eval import evaluate, known_item
+    from qmd_nb.engine.format import plural
     from qmd_nb.engine.hybrid import QueryParams
     from qmd_nb.engine.errors import UsageError
     ki_file = getattr(a, 'known_item', None)
@@ -199,6 +201,8 @@ def cmd_eval(a):
         p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
         if a.no_rerank: p = p.updated(rerank='none')
         r = known_item(st, ki_file, a.mode, p)
+        if r.absent: print(f"Warning: {plural(len(r.absent), 'page')} of {ki_file} not in this index (each counts as a miss): {', '.join(r.absent[:5])}"
+                           + (' …' if len(r.absent) > 5 else ''), file=sys.stderr)
     else:
         p = QueryParams().updated(**dict(a.set or []))
         if a.no_rerank: p = p.updated(rerank='none')

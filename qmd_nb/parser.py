@@ -171,7 +171,7 @@ def _vector_parsers(sp):
     p = _sub(sp, 'embed', cmd_embed, 'Embed pending documents (resumable; Ctrl-C keeps what is done)')
     p.add_argument('-f', '--force', action='store_true', help='drop this model\'s vectors and embed everything again')
     p.add_argument('-c', '--collection', action='append', help='only this collection (repeatable)'); _format_args(p)
-    for name, func, h, ms in (('vsearch', cmd_vsearch, 'Semantic (vector) search', 0.3), ('query', cmd_query, 'Hybrid search: keyword + vectors, expansion, fusion, reranking', 0.01)):
+    for name, func, h, ms in (('vsearch', cmd_vsearch, 'Semantic (vector) search', 0.3), ('query', cmd_query, 'Hybrid search: keyword + vectors, expansion, fusion, reranking', 0.0)):
         p = _sub(sp, name, func, h)
         p.add_argument('query'); p.add_argument('-n', type=_positive_int, default=10, help='number of results (default 10)')
         p.add_argument('-c', '--collection', help='only these collections (comma-separated)')
@@ -264,6 +264,13 @@ def main(argv:list[str]|None=None, # arguments (default: sys.argv[1:])
     if argv is None and cmd in _QUICK: _exit_now(code, getattr(a, 'opened', []))
     return code
 
+def _index_folder(a) -> str:
+    "The folder of the index the command used, for an error's message ('' when it cannot be told)."
+    from qmd_nb.engine.config import index_paths
+    from qmd_nb.engine.errors import QmdError
+    try: return str(index_paths(getattr(a, 'index', None) or 'index', getattr(a, 'env', None)).cache)
+    except QmdError: return ''
+
 def _run(a) -> int:
     import sqlite3
     from qmd_nb.engine.errors import QmdError, storage_error
@@ -272,6 +279,6 @@ def _run(a) -> int:
     except KeyboardInterrupt:
         print("\nInterrupted. The index is consistent; run the command again to finish.", file=sys.stderr); return 130
     except BrokenPipeError: return 0
-    except (OSError, sqlite3.Error) as e: # a read-only or full disk that no layer named yet: a sentence, not a traceback
-        if (err := storage_error(e)) is None: raise
+    except (OSError, sqlite3.Error) as e: # a read-only or full disk, or a damaged catalog, that no layer named yet: a sentence, not a traceback
+        if (err := storage_error(e, _index_folder(a))) is None: raise
         print(f"Error: {err}", file=sys.stderr); return 1

@@ -74,3 +74,17 @@ def test_unreadable_and_odd_files(qmd, tmp_path):
     assert qmd('get', 'crlf.md').stdout == '# Win\nline two\n' # the text as stored: line ends made \n, nothing added
     assert qmd('get', 'bom.md').stdout.startswith('# Bom')
     assert qmd('search', 'bom', '--format', 'files').stdout.strip() == 'odd/bom.md'
+
+def test_a_damaged_catalog_is_named_and_rebuilt_from_the_files(qmd, tmp_path):
+    "A catalog cut short (a disk fault, a copy interrupted): every command says so in a sentence naming what to move; doing it, `update` builds it again."
+    notes = write_tree(tmp_path/'n', {f'n{i}.md': f'# Note {i}\n\nwombat {i} ' + 'filler words ' * 200 + '\n' for i in range(300)})
+    qmd('collection', 'add', notes, '--name', 'n')
+    db = qmd.home/'cache'/'index'/'catalog.sqlite'
+    os.truncate(db, 20000)
+    for cmd in (['search', 'wombat'], ['status'], ['update'], ['get', 'n/n1.md']):
+        r = qmd(*cmd, ok=False)
+        assert r.returncode == 1 and 'Traceback' not in r.stderr and f"damaged (SQLite: database disk image is malformed)" in r.stderr, (cmd, r.stderr)
+        assert f"out of {db.parent} and run 'qmd-nb update'" in r.stderr, r.stderr
+    for p in db.parent.glob('catalog.sqlite*'): p.rename(tmp_path/p.name) # as the message says: the catalog, with its -wal and -shm
+    assert '300 indexed' in qmd('update').stdout
+    assert qmd.json('search', 'wombat', '--json', '-n', '3')[0]['file'].startswith('n/n')

@@ -482,6 +482,34 @@ def test_oauth_endpoints_resist_guessing_and_floods(world):
     assert all(r['headers'].get('retry-after') for r in res[1:] if r['status'] == 429)
     t.done()
 
+def test_forwarded_headers_do_not_choose_the_client(world):
+    "A local user's X-Forwarded-For (uvicorn believes it from 127.0.0.1 by default) does not pick the address a rate limit counts: 35 revocations from 35 claimed addresses are one client's."
+    port = world['ports']['vectordb'] # its own rate-limit buckets
+    flood = [dict(kind='http', port=port, method='POST', path='/revoke', body='token=x&client_id=nope',
+                  headers={'Content-Type': 'application/x-www-form-urlencoded', 'X-Forwarded-For': f'10.0.0.{i + 1}', 'Forwarded': f'for=10.1.0.{i + 1}'}) for i in range(35)]
+    codes = [r['status'] for r in attack(world, flood)]
+    assert 429 in codes and codes.index(429) >= 29, codes # /revoke takes 30 a minute from one client
+
+def test_the_server_takes_all_the_files_it_may_open(qmd, notes):
+    "Started with the common soft limit of 1,024 open files, `serve` raises its own to the hard limit: another user's idle connections take one each."
+    import resource
+    from test_rest import free_port
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard <= 1024: pytest.skip(f"the hard limit here is {hard}")
+    port = free_port()
+    p = subprocess.Popen([QMD_BIN, 'serve', '--transport', 'http', '--port', str(port)], env=qmd.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard)))
+    try:
+        t0 = time.time()
+        while time.time() - t0 < 60:
+            try:
+                if httpx.get(f'http://127.0.0.1:{port}/health', timeout=1).status_code == 200: break
+            except httpx.TransportError: time.sleep(0.1)
+        line = next(l for l in Path(f'/proc/{p.pid}/limits').read_text(encoding='utf-8').splitlines() if l.startswith('Max open files'))
+        want = 'unlimited' if hard == resource.RLIM_INFINITY else str(hard)
+        assert line.split()[3] == want, line
+    finally: p.terminate(); p.wait(30)
+
 def test_revocation_reaches_running_servers(world):
     w, t = world, Tally('revocation')
     tok = w['qmd']('token', 'create', '--scope', 'read', '--name', 'short-lived').stdout.strip()
@@ -493,6 +521,28 @@ def test_revocation_reaches_running_servers(world):
     t.check(w, 'revoked', 'after-rest', {}, after[0]['status'], 401, after[0]['body'])
     for r in after[1:]: t.check(w, 'revoked', 'after-mcp', {}, r[0]['status'], 401, r[0]['body'])
     t.done()
+
+def test_a_limited_token_cannot_claim_another_collections_folder(world, tmp_path):
+    "The owner allows a folder holding two collections; an admin token limited to one removes it and tries to add, or ingest from, the other's folder."
+    from conftest import Qmd
+    qmd = Qmd(tmp_path/'home')
+    data = write_tree(tmp_path/'data', {'pub/p.md': '# Pub\n\npublic page\n', 'secret/s.md': f"# S\n\ntop secret {MARK['vault']}\n", 'spare/x.md': '# X\n\nspare\n'})
+    qmd('collection', 'add', data/'pub', '--name', 'pub'); qmd('collection', 'add', data/'secret', '--name', 'secret')
+    tok = qmd('token', 'create', '--scope', 'admin', '--collections', 'pub', '--name', 'apub').stdout.strip()
+    proc, port = _serve(qmd, '--allow-path', data)
+    try:
+        h = {'Authorization': f'Bearer {tok}'}
+        step = lambda method, path, body=None: dict(kind='http', port=port, method=method, path=path, body=body, headers=h)
+        got = attack(world, [step('DELETE', '/collections/pub'),
+                             step('POST', '/collections/add', {'name': 'pub', 'path': str(data/'secret')}),
+                             step('POST', '/collections/add', {'name': 'pub', 'path': str(data)}), # around it: would index it too
+                             step('POST', '/ingest', {'source': str(data/'secret'/'s.md'), 'library': 'pub'}),
+                             step('POST', '/collections/add', {'name': 'pub', 'path': str(data/'spare')}), # a folder of its own: fine
+                             step('POST', '/get', {'file': 'pub/s.md'}), step('POST', '/search', {'query': 'secret'})])
+        assert [r['status'] for r in got] == [200, 403, 403, 403, 200, 404, 200], [(r['status'], r['body'][:200]) for r in got]
+        assert all(MARK['vault'] not in r['body'] for r in got), [r['body'][:200] for r in got]
+        assert 'Path not allowed' in got[1]['body'], got[1]['body']
+    finally: proc.terminate(); proc.wait(30)
 
 # -- files ----------------------------------------------------------------------------------------------------------------
 

@@ -114,9 +114,11 @@ def confine_path(engine, path:str) -> str:
     return confine(check_path_text(path), *_roots(engine))
 
 def _roots(engine) -> tuple[list, list]:
-    "(folders a client may name, folders never served): its roots and collections' folders; every index's files and the tokens."
+    "(folders a client may name, folders never served): its roots and collections' folders; every index's files, the tokens, and the collections it may not see."
     own = [engine.store.paths.cache.parent, engine.store.paths.config_file.parent]
-    return [*engine.roots, *(c.path for c in engine.store.config.collections.values())], own
+    mine, every = engine.store.config.collections, getattr(engine, 'engine', engine).store.config.collections
+    hidden = [c.path for name, c in every.items() if name not in mine] # an allowed folder may hold them: never a way around the token's limit
+    return [*engine.roots, *(c.path for c in mine.values())], own + hidden
 
 def client_reader(engine):
     "How `ingest` reads a client's file: confined again and opened without following a link, when the write queue reaches it (None for the owner)."

@@ -259,7 +259,7 @@ def _intact(roots) -> list[str]:
 
 def confine(path:str, # a path a client sent
             roots:list, # folders the server may read, as resolved when they were allowed (a collection's folder, --allow-path)
-            deny:list=() # folders never served, even inside `roots` (qmd-nb's own: tokens, catalog, copies)
+            deny:list=() # folders never served, even inside `roots` (qmd-nb's own: tokens, catalog, copies; collections the client may not see)
            ) -> str:
     "The resolved absolute `path` if it lies under one of `roots` and none of `deny` (nor /proc, /sys, /dev), else `Forbidden`."
     if not isinstance(path, str) or not path.strip(): raise UsageError("path must be a non-empty string")
@@ -267,7 +267,7 @@ def confine(path:str, # a path a client sent
     try: real = os.path.realpath(os.path.expanduser(path.strip()))
     except OSError as e: raise Forbidden(f"Path not allowed: {path} changed while it was checked ({e.strerror})") from None # a link swapped mid-resolution
     if any(_under(real, os.path.realpath(d)) or _under(os.path.realpath(d), real) for d in deny) or any(_under(real, d) for d in NEVER_SERVED):
-        raise Forbidden(f"Path not allowed: {path} holds qmd-nb's own files (tokens, index) or system pseudo-files, which are never served")
+        raise Forbidden(f"Path not allowed: {path} holds files that are never served to this client (qmd-nb's own files: tokens, index; collections it may not see; system pseudo-files)")
     if any(_under(real, root) for root in _intact(roots)): return real
     raise Forbidden(f"Path not allowed: {path} is outside the folders this server may read "
                     "(the owner can allow it with 'qmd-nb serve --allow-path DIR')")

@@ -113,9 +113,10 @@ def norm_context_path(path:str, # `/`, `qmd://collection[/sub]`, or `collection[
     p = path.strip()
     if p in ('', '/'): return '/'
     if p.startswith('qmd://'): p = p[6:]
-    p = p.strip('/')
-    check_name(p.split('/')[0])
-    return 'qmd://' + p
+    parts = [s for s in p.split('/') if s] # `a//b` is `a/b`
+    if '.' in parts or '..' in parts: raise UsageError(f"Context path {path!r} must not hold '.' or '..' segments: name the folder itself")
+    check_name(parts[0] if parts else '')
+    return 'qmd://' + '/'.join(parts)
 
 # %% ../../nbs/engine/00a_config.ipynb #1c5a7e26
 def context_folder(collections:dict, # collection name -> `Collection`
@@ -138,6 +139,19 @@ def contexts_for(contexts:dict, # context key -> text
     return [t for _, t in sorted(hits, key=lambda o: o[0])]
 
 # %% ../../nbs/engine/00a_config.ipynb #d0faec45
+def _check_config(d:dict, path):
+    "`QmdError` naming the first value of a (hand-edited) config that is not of its kind, before any of it is used."
+    bad = lambda where, want, got: QmdError(f"Config file {path}: {where} must be {want} (got {json.dumps(got)[:80]})")
+    for key in ('collections', 'contexts', 'settings'):
+        if d.get(key) is not None and not isinstance(d[key], dict): raise bad(key, 'a mapping', d[key])
+    for n, c in (d.get('collections') or {}).items():
+        if not isinstance(c, dict): raise bad(f'collections.{n}', 'a mapping', c)
+        if not isinstance(c.get('path'), str) or not c['path'].strip(): raise bad(f'collections.{n}.path', 'a folder (a non-empty string)', c.get('path'))
+        for k in ('mask', 'description'):
+            if c.get(k) is not None and not isinstance(c[k], str): raise bad(f'collections.{n}.{k}', 'a string', c[k])
+    for k, v in (d.get('contexts') or {}).items():
+        if not isinstance(v, str): raise bad(f'contexts.{k}', 'a string', v)
+
 @dataclass
 class Config:
     "Collections, contexts and settings of one index, stored as JSON."
@@ -152,6 +166,7 @@ class Config:
         try: d = json.loads(Path(path).read_text(encoding='utf-8') or '{}')
         except json.JSONDecodeError as e: raise QmdError(f"Config file {path} is not valid JSON: {e}") from e
         if not isinstance(d, dict): raise QmdError(f"Config file {path} must hold a mapping")
+        _check_config(d, path)
         colls = {n: Collection(n, **{k: v for k, v in (c or {}).items() if k in ('path', 'mask', 'description')})
                  for n, c in (d.get('collections') or {}).items()}
         return cls(colls, dict(d.get('contexts') or {}), dict(d.get('settings') or {}))

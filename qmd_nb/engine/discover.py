@@ -154,7 +154,7 @@ def shown_name(name:str) -> str:
 
 def discover(root:str|Path, # collection folder
              masks:list[str], # masks a relative path must match
-             left_out:dict|None=None, # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files
+             left_out:dict|None=None, # if given, counts the files not taken: by extension for the mask's misses, 'hidden' for dot-files, 'outside' for links out of the folder
              bad_names:list|None=None, # if given, gets the (escaped) relative paths of files and folders whose names are not UTF-8, which are left out
              unread:list|None=None # if given, gets (relative path, reason) of each folder inside that could not be opened (its files are left out)
             ):
@@ -193,7 +193,9 @@ def _files(entries, pre, real, rel, left_out, match, nm, inside, seen, stack, ba
                 if left_out is not None and name != 'node_modules' and e.is_file(follow_symlinks=False): _count(left_out, 'hidden')
                 continue
             link = e.is_symlink() # only links need `realpath` (a `stat` of every part of the path)
-            if link and not inside(target := os.path.realpath(pre + name)): continue
+            if link and not inside(target := os.path.realpath(pre + name)): # a link out of the collection: not followed (another folder's files), but counted
+                if left_out is not None: _count(left_out, 'outside')
+                continue
             if e.is_dir():
                 sub = target if link else real + os.sep + name
                 if sub not in seen: seen.add(sub); stack.append((pre + name, sub, r + '/'))

@@ -91,6 +91,7 @@ def find_doc(store:Store, spec:str) -> DocRow:
     s = spec = check_spec(spec)
     if s.startswith('#') or (is_docid(s) and '/' not in s):
         rows = docs_by_docid(store, s) if is_docid(s) else []
+        if len({d.hash for d in rows}) == 1: return min(rows, key=lambda d: d.file) # copies of one content share its docid: any copy is that text
         if rows or s.startswith('#'): return _one(store, s, rows)
     if s.startswith('qmd://'): s = parse_qmd_uri(s)
     elif s.startswith(('/', '~')):
@@ -162,6 +163,8 @@ def get(store:Store, file:str, # path, collection/path, qmd:// URI, absolute pat
     return read_doc(store, d, line or from_line, max_lines, line_numbers)
 
 # %% ../../nbs/engine/07_documents.ipynb #b8a65a3e
+def _kb(n:int) -> str: return f'{round(n / 1024)}KB' if n >= 1024 else f'{n} bytes' # the contract's '(21KB)'; a small file is not '0KB'
+
 @dataclass
 class Skipped:
     "A file multi_get left out because it is too large."
@@ -169,7 +172,7 @@ class Skipped:
     size: int # bytes
     limit: int = 0 # the reply's bound it would have passed (`multi_get`'s `max_total`); 0: left out for its own size
     def notice(self, tool:str="qmd-nb get") -> str:
-        why = f"the reply reached its limit ({round(self.limit / 1024)}KB)" if self.limit else f"File too large ({round(self.size / 1024)}KB)"
+        why = f"the reply reached its limit ({_kb(self.limit)})" if self.limit else f"File too large ({_kb(self.size)})"
         return f"[SKIPPED: {self.file} - {why}. Use '{tool}' with file=\"{self.file}\" to retrieve.]"
 
 @dataclass

@@ -12,7 +12,8 @@ import contextvars, errno, shutil, time
 
 # %% auto #0
 __all__ = ['QmdError', 'UsageError', 'NotFound', 'Forbidden', 'validation_detail', 'TooSlow', 'Busy', 'deadline', 'past_deadline',
-           'time_left', 'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'disk_full', 'no_room', 'storage_error']
+           'time_left', 'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'DamagedIndex', 'disk_full', 'no_room',
+           'storage_error']
 
 # %% ../../nbs/engine/00_errors.ipynb #b2bede68
 class QmdError(Exception):
@@ -92,6 +93,10 @@ class DiskFull(QmdError):
     "The disk holding the index is full (HTTP 507); the index is left as it was before the command."
     status = 507
 
+class DamagedIndex(QmdError):
+    "The index's catalog is damaged (a disk fault, a copy cut short): it says how to build it again from the files (HTTP 500)."
+    status = 500
+
 _RO_ERRNOS, _FULL_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM), (errno.ENOSPC, errno.EDQUOT)
 
 def disk_full(where='', # the index folder, for the message
@@ -110,7 +115,7 @@ def no_room(where) -> bool:
 def storage_error(e:Exception, # an OSError or sqlite3 error raised while writing the index
                   where='' # the index folder, for the message (and to tell a full disk behind an I/O error)
                  ) -> QmdError|None:
-    "A `ReadOnlyIndex` or `DiskFull` naming the problem when `e` is one, else None."
+    "A `ReadOnlyIndex`, `DiskFull` or `DamagedIndex` naming the problem when `e` is one, else None."
     msg = str(e).lower()
     at = f" at {where}" if where else ''
     if getattr(e, 'errno', None) in _FULL_ERRNOS or 'disk is full' in msg or 'no space left' in msg or \
@@ -118,4 +123,7 @@ def storage_error(e:Exception, # an OSError or sqlite3 error raised while writin
         return disk_full(where)
     if getattr(e, 'errno', None) in _RO_ERRNOS or 'readonly' in msg or 'read-only' in msg:
         return ReadOnlyIndex(f"The index{at} is read-only: this command needs to change it (searching and reading still work)")
+    if 'malformed' in msg or 'not a database' in msg:
+        return DamagedIndex(f"The index{at} is damaged (SQLite: {e}). It is built from your files: move catalog.sqlite "
+                            f"(and catalog.sqlite-wal and -shm, if there) out of {where or 'the index folder'} and run 'qmd-nb update' (then 'qmd-nb embed') to build it again")
     return None

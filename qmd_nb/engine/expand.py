@@ -33,10 +33,13 @@ class SubQuery:
     vector: np.ndarray|None = field(default=None, repr=False) # a ready query vector (vector feedback)
 
 _TYPED = re.compile(r'^\s*(lex|vec|hyde)\s*:\s*(.*\S)\s*$', re.I)
+_BARE = re.compile(r'^\s*(lex|vec|hyde)\s*:\s*$', re.I) # a prefix with nothing after it
 
 def parse_typed(query:str) -> list[SubQuery]|None:
     "Sub-queries from `lex:`/`vec:`/`hyde:` lines, or None when the query has none (a plain query)."
     lines = [l for l in query.split('\n') if l.strip()]
+    if empty := next((m for l in lines if (m := _BARE.match(l))), None):
+        raise UsageError(f"'{empty.group(1).lower()}:' needs a query after it (e.g. '{empty.group(1).lower()}: rsync nightly backup')")
     typed = [_TYPED.match(l) for l in lines]
     if not any(typed): return None
     bad = [l for l, m in zip(lines, typed) if not m]

@@ -26,9 +26,9 @@ from .rerank import candidates, RERANKERS, get_reranker, warm_windows, stored_wi
 
 # %% auto #0
 __all__ = ['QueryParams', 'get_expander', 'QueryHit', 'list_weight', 'run_list', 'window_list', 'strong_probe', 'wants_expansion',
-           'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'blend_bands', 'fused_weights', 'rerank_order',
-           'rescore', 'evidenced', 'explain_hit', 'exact_ids', 'quoted_first', 'cited_rerank', 'main_copies_first',
-           'alias_fold', 'hybrid_hits', 'hybrid_query', 'warm_reranker']
+           'prf_subqueries', 'gather', 'fuse', 'fusion_params', 'lifted', 'blend_bands', 'fused_weights',
+           'rerank_order', 'rescore', 'evidenced', 'explain_hit', 'exact_ids', 'quoted_first', 'cited_rerank',
+           'main_copies_first', 'alias_fold', 'hybrid_hits', 'hybrid_query', 'warm_reranker']
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #75093a6d
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class QueryParams:
     alias_depth: int = 40 # alias pages ("an alias of `X`") among this many top hits fold under X, or X under them, as near-copies do; 0: off
     cited_quoted: bool = True # ... counting only hits that quote its title as a name (code span, link text), not all holding its words
     vec_floor: float = 0.3 # a candidate only the vectors found needs this cosine similarity (vsearch's default cut); 0 keeps all
+    score_floor: float = 0.05 # the weakest hit's score: scores are relative to the best hit (1.0), and each hit has evidence of its own, so none shows as 0
     bm25: BM25Params = field(default_factory=BM25Params) # keyword ranking (settings key `bm25`); `updated` takes its fields by name too
 
     @classmethod
@@ -194,6 +195,13 @@ def fusion_params(p:QueryParams) -> dict:
     return dict(k=p.rrf_k, bonus_first=p.bonus_first, bonus_top3=p.bonus_top3)
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #08c941cd
+def lifted(hits:list, floor:float) -> list:
+    "The final hits with their relative 0..1 scores lifted into [floor, 1] (order unchanged): the weakest real match is not a 0 that `min_score` drops."
+    out = [replace(h, score=floor + (1 - floor) * h.score) for h in hits]
+    for h in out:
+        if isinstance(h.explain, dict): h.explain['final'] = round(float(h.score), 4)
+    return out
+
 def _scaled_tail(fused:list[Fused], below:float) -> list[float]:
     "Fused scores of the unre-scored tail, scaled into [0, below)."
     return (minmax([f.score for f in fused]) * below * 0.999).tolist() if fused else []
@@ -341,11 +349,12 @@ def hybrid_hits(store:Store, embedder, query:str|None, limit:int=10, collection=
     ids, scores, rr = rescore(store, embedder, rq, fused, p, qv, n_terms)
     byid, lines, w = {f.doc_id: f for f in fused}, {h.doc_id: h for hs in hits.values() for h in hs if h.line}, fused_weights(fused, rr, p, n_terms)
     out = [QueryHit(d, s, byid[d].score, lines[d].line if d in lines else 0, lines[d].end_line if d in lines else 0,
-                    explain=explain_hit(d, lists, byid.get(d), rr.get(d), s, w.get(d))) for d, s in zip(ids, scores) if s >= min_score]
+                    explain=explain_hit(d, lists, byid.get(d), rr.get(d), s, w.get(d))) for d, s in zip(ids, scores)]
     lex = hits.get('lex:user', [])
     out = quoted_first(out, lex, n_terms, p.quote_bonus, p.quote_min_words)
     out = main_copies_first(store, cited_rerank(store, out, p.bm25, lex, n_terms, p.cited_weight, p.cited_quoted), p.bm25, lex, n_terms)
     if collapse: out = alias_fold(store, collapse_hits(store, out, p.bm25), p.alias_depth)
+    out = [h for h in lifted(out, p.score_floor) if h.score >= min_score]
     out = sort_hits(store, out, flt.sort)[:limit] if flt else out[:limit]
     if key is None: return out
     if len(cache) > 256: cache.pop(next(iter(cache)))

@@ -241,7 +241,7 @@ def add_collection(store:Store, path:str, # folder to index
     with store.writing():
         store.reload_config()
         if name in store.config.collections:
-            raise UsageError(f"Collection '{name}' already exists ({store.config.collections[name].path}); choose another --name")
+            raise UsageError(f"Collection '{name}' already exists ({store.config.collections[name].path}): choose another name")
         if not force and (cover := covering(store, folder)):
             raise UsageError(f"{folder} {cover[1]}: its files would be indexed twice and every hit shown twice. "
                              "Add it anyway with --force (REST: \"force\": true), e.g. when the two masks do not overlap")

@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/ingest.html.md"""
 
 # %% ../../nbs/engine/05a_ingest.ipynb #008cac43
 from __future__ import annotations
-import hashlib, json, os, re, time, uuid
+import hashlib, json, os, re, threading, time, uuid
 from concurrent.futures import ThreadPoolExecutor, wait as _wait_futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,14 +17,15 @@ from .store import Store, DocRow, generation, now_iso, check_allowed
 from .catalog import put_docs, remove_docs, drop_orphans, add_problem, cached_conversion, cache_conversions, docs_by_ids
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED
 from .text import Analyzer
-from .scan import prepare_doc, doc_meta
+from .scan import prepare_doc, doc_meta, MAX_FILE_BYTES
 from .keyword import refresh
 from .fetch import clean_url, fetch_url
 
 # %% auto #0
-__all__ = ['NAMESPACE', 'LIBRARY_MASK', 'MAX_JOB_WORKERS', 'MAX_JOBS_QUEUED', 'doc_uuid', 'find_by_uuid', 'library_dir',
-           'is_library', 'ensure_library', 'IngestResult', 'Source', 'read_source', 'convert_cached', 'chunk_count',
-           'ingest', 'delete_document', 'Job', 'start_ingest', 'job_status', 'wait_job']
+__all__ = ['NAMESPACE', 'LIBRARY_MASK', 'INGEST_MAX_BYTES', 'READS_AT_ONCE', 'MAX_JOB_WORKERS', 'MAX_JOBS_QUEUED', 'doc_uuid',
+           'find_by_uuid', 'library_dir', 'is_library', 'ensure_library', 'read_turn', 'IngestResult', 'Source',
+           'read_source', 'convert_cached', 'chunk_count', 'ingest', 'delete_document', 'Job', 'start_ingest',
+           'job_status', 'wait_job']
 
 # %% ../../nbs/engine/05a_ingest.ipynb #345cf233
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, 'https://github.com/qmd-nb/qmd-nb/document')
@@ -69,6 +70,13 @@ def ensure_library(store:Store, library:str) -> Collection:
     return c
 
 # %% ../../nbs/engine/05a_ingest.ipynb #8b91bc61
+INGEST_MAX_BYTES = MAX_FILE_BYTES # a file or page to ingest, as a collection's file: indexing costs ~20 times its size in memory
+READS_AT_ONCE = 2 # sources read and indexed at once per index, by every door together (REST, MCP, jobs); others wait their turn
+
+def read_turn(store:Store) -> threading.BoundedSemaphore:
+    "The index's turns at reading a source into memory and indexing it (hold one: `with read_turn(store):`)."
+    return getattr(store, 'root', store).cache.setdefault('ingest_turns', threading.BoundedSemaphore(READS_AT_ONCE)) # a token's view shares its index's
+
 @dataclass
 class IngestResult:
     "What `ingest` did."
@@ -100,7 +108,7 @@ def _mtime(p:Path) -> float|None:
     except OSError: return None
 
 def read_source(source:str, # a file path or an http(s) URL
-                max_bytes:int=200 * 2**20, # largest file or page accepted
+                max_bytes:int=INGEST_MAX_BYTES, # largest file or page accepted
                 allow_private:bool=False, # URLs: fetch private and local addresses too (see `fetch_url`)
                 read=None # `read(path, max_bytes)` -> (path opened, bytes): how a client's file is read (see `qmd_nb.engine.api.client_reader`)
                ) -> Source:
@@ -167,14 +175,18 @@ def ingest(store:Store, source:str|Source, # a file path or an http(s) URL (or w
            library:str='default', # the library (collection) to add it to
            metadata:dict|None=None, # the user's metadata, merged into the document's (the user's keys win)
            reindex:bool=True, # rebuild the keyword index now (batch callers pass False and rebuild once)
-           max_bytes:int=200 * 2**20, # largest file or page accepted
+           max_bytes:int=INGEST_MAX_BYTES, # largest file or page accepted
            allow_private:bool=False, # URLs: fetch private and local addresses too (see `fetch_url`)
            job:str|None=None, # the background job doing this: its row learns what is about to be committed
            read=None # `read(path, max_bytes)` -> (path opened, bytes): how a client's file is read (see `qmd_nb.engine.api.client_reader`)
           ) -> IngestResult:
     "Add one file or URL to a library: `indexed`, `replaced` or `skipped` (same content as last time)."
     _check_args(source, library, metadata, store)
-    s = source if isinstance(source, Source) else read_source(source.strip(), max_bytes, allow_private, read)
+    if isinstance(source, Source): return _ingest(store, source, library, metadata, reindex, job) # the caller took the turn (`read_turn`)
+    with read_turn(store): # read and indexed in one turn: at most READS_AT_ONCE sources in memory
+        return _ingest(store, read_source(source.strip(), max_bytes, allow_private, read), library, metadata, reindex, job)
+
+def _ingest(store, s:Source, library, metadata, reindex, job) -> IngestResult:
     src, h = s.source, hashlib.sha256(s.data).hexdigest()
     with store.writing():
         store.reload_config(); ensure_library(store, library)

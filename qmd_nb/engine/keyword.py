@@ -13,6 +13,7 @@ import numpy as np
 from .config import atomic_write
 from .text import Analyzer
 from .fields import doc_stream, is_stream, HEADER
+from .errors import QmdError
 from .store import Store, generation
 from .segment import NF, FORMAT, DocText, build_segment, Segment
 from .bm25 import BM25Params, bm25f_weight, lucene_idf
@@ -349,6 +350,15 @@ def _current_sig(root:Path):
     try: s = (root/'CURRENT').stat(); return s.st_ino, s.st_mtime_ns, s.st_size
     except FileNotFoundError: return None
 
+def _rebuilt(store:Store, e:Exception) -> tuple:
+    "(commit, index) after the keyword index could not be read: built whole again from the catalog, or in memory when the index cannot be written."
+    import logging
+    logging.getLogger(__name__).warning("the keyword index at %s could not be read (%s): building it again from the catalog", store.paths.keyword_dir, e)
+    for k in ('keyword', 'kwsegments'): store.cache.pop(k, None)
+    try: c = refresh(store, full=True)
+    except QmdError: return None, _in_memory(store) # a read-only index or a full disk: this process searches from the catalog
+    return c, _load(store, c)
+
 def keyword_index(store:Store, rebuild_stale:bool|None=None # bring it up to date first (None: when this thread is a writer)
                  ) -> KeywordIndex:
     "The store's keyword index: writers bring it up to date, readers take the last commit as it is (`stale` says if it lags)."
@@ -364,6 +374,7 @@ def keyword_index(store:Store, rebuild_stale:bool|None=None # bring it up to dat
             ki = _load(store, c) if c is not None else store.cache.get('keyword') or _in_memory(store)
             break
         except FileNotFoundError: store.cache.pop('keyword', None) # a writer removed what we were opening: take its commit
+        except (ValueError, EOFError) as e: c, ki = _rebuilt(store, e); break # a file of the commit cut short or garbled (a disk fault)
     store.cache['keyword'], store.cache['kwsig'] = ki, _current_sig(store.paths.keyword_dir) if c is not None else None
     ki.stale = ki.generation != generation(store)
     return ki

@@ -82,7 +82,7 @@ class UpdateStats:
     error: str|None = None # why the collection could not be updated at all (its documents are kept)
     left_out: dict = field(default_factory=dict) # files seen but not taken: {extension: n} missed by the mask, {'hidden': n} dot-files
     @property
-    def unmatched(self) -> int: return sum(v for k, v in self.left_out.items() if k != 'hidden')
+    def unmatched(self) -> int: return sum(v for k, v in self.left_out.items() if k not in ('hidden', 'outside'))
     @property
     def changed(self) -> bool: return bool(self.indexed or self.updated or self.removed or self.moved)
 

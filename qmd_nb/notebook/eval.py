@@ -7,7 +7,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/notebook/eval.html.md"""
 # %% ../../nbs/notebook/12_eval.ipynb #79a3a930
 from __future__ import annotations
 import gzip, hashlib, json, math, time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 import numpy as np
 from ..engine.errors import UsageError
@@ -118,6 +118,7 @@ class EvalReport:
     per_query: dict = field(default_factory=dict, repr=False) # query id -> `query_metrics`
     hit1: float = float('nan') # share of queries whose first result is relevant
     hit10: float = float('nan') # ... with a relevant result in the top 10
+    absent: list = field(default_factory=list) # known items: pages the TSV names that are not in the index ('line N: page'), each a miss
     def to_json(self) -> dict:
         return {'ndcg@10': round(self.ndcg10, 4), 'recall@100': round(self.recall100, 4), 'mrr@10': round(self.mrr10, 4),
                 'hit@1': round(self.hit1, 4), 'hit@10': round(self.hit10, 4),
@@ -230,11 +231,13 @@ def known_item(store:Store, path:str|Path, # TSV of query<TAB>page lines
                progress:bool|None=None) -> EvalReport:
     "Known-item search on an index: each query's page (any copy of it) should come first; MRR@10, Hit@1, Hit@10 and latency."
     queries, qrels = read_known_items(store, path)
+    keys = {i: f'{c}/{p}' for i, (c, p) in doc_keys(store).items()}
+    have = set(keys.values())
+    absent = [f"line {q[1:]}: {next(iter(r))}" for q, r in qrels.items() if not have & r.keys()] # a typo in the TSV, or a page not indexed
     run = ranker(mode) if mode not in MODES else None # refuse unknown modes before any work
     if mode != 'search' and embedder is None:
         from qmd_nb.engine.embed import get_embedder
         embedder = get_embedder(store.config.settings)
-    keys = {i: f'{c}/{p}' for i, (c, p) in doc_keys(store).items()}
     b = Beir(Path(path), {}, queries, qrels)
     runs, lat = _timed(store, b, ranker(mode, embedder, params or QueryParams.from_settings(store.config.settings)), embedder, 10, progress, keys)
-    return report(mode, {q: query_metrics(r, qrels[q]) for q, r in runs.items()}, lat)
+    return replace(report(mode, {q: query_metrics(r, qrels[q]) for q, r in runs.items()}, lat), absent=absent)

@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/rest.html.md"""
 
 # %% auto #0
 __all__ = ['MAX_TEXTS', 'MAX_EMBED_CHARS', 'doc_out', 'add_search_routes', 'add_model_routes', 'add_collection_routes',
-           'add_index_routes', 'IngestRequest', 'Ingested', 'JobState', 'add_ingest_routes', 'mk_app']
+           'add_index_routes', 'IngestRequest', 'Ingested', 'JobState', 'holding', 'add_ingest_routes', 'mk_app']
 
 # %% ../../nbs/serve/22_rest.ipynb #934f3f28
 import logging, os, re, sqlite3
@@ -203,6 +203,14 @@ def _job_out(j) -> dict:
     return dict(id=j.id, source=j.source, library=j.library, state=j.state, error=j.error, result=res,
                 content=f"Job {j.id}: {j.state}" + (f" ({j.error})" if j.error else f" ({res['content']})" if res else ''))
 
+@asynccontextmanager
+async def holding(sem):
+    "A threading semaphore held from async code: the wait can be cancelled (the client left), and a turn taken is given back."
+    import anyio
+    while not sem.acquire(blocking=False): await anyio.sleep(0.05)
+    try: yield
+    finally: sem.release()
+
 def add_ingest_routes(app, engine:Engine, q:WriteQueue):
     "POST /ingest and GET /jobs/{id}."
     import anyio.to_thread
@@ -218,8 +226,9 @@ def add_ingest_routes(app, engine:Engine, q:WriteQueue):
             jid = await anyio.to_thread.run_sync(ing.start_ingest, e.store, src, b.library, b.metadata, private, client_reader(e))
             return JSONResponse(_job_out(ing.job_status(e.store, jid)), status_code=202)
         ing._check_args(src, b.library, b.metadata, e.store)
-        got = await anyio.to_thread.run_sync(ing.read_source, src.strip(), 200 << 20, private, client_reader(e)) # a slow URL does not hold the write queue; a client's file is confined again as it is opened
-        r = await q.run(ing.ingest, e.store, got, b.library, b.metadata)
+        async with holding(ing.read_turn(e.store)): # the index's turns at holding a source in memory, shared with MCP's tools and jobs
+            got = await anyio.to_thread.run_sync(ing.read_source, src.strip(), ing.INGEST_MAX_BYTES, private, client_reader(e)) # a slow URL does not hold the write queue; a client's file is confined again as it is opened
+            r = await q.run(ing.ingest, e.store, got, b.library, b.metadata)
         return dict(r.__dict__, content=f"{r.status}: {r.source} -> {r.file} ({plural(r.chunk_count, 'chunk')})")
 
     @app.get('/jobs/{job_id}', response_model=JobState, responses=_ERRORS, summary="State of a background ingestion")

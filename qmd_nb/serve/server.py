@@ -11,9 +11,9 @@ from pathlib import Path
 from ..engine.errors import QmdError
 
 # %% auto #0
-__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'check_port', 'check_tls', 'http_server', 'client_deadline', 'public_base',
-           'http_security', 'warm_in_background', 'profiles_ready', 'Sparse', 'start_watching', 'serve', 'qmd_exe',
-           'mcp_config']
+__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'check_port', 'check_tls', 'http_server', 'client_deadline', 'more_files',
+           'public_base', 'http_security', 'warm_in_background', 'profiles_ready', 'Sparse', 'start_watching', 'serve',
+           'qmd_exe', 'mcp_config']
 
 # %% ../../nbs/serve/23_server.ipynb #83629449
 DEFAULT_PORT = 18765
@@ -44,6 +44,7 @@ def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT,
     check_tls(cert, key)
     cfg = uvicorn.Config(mk_app(engine, host, **app_kw), host=host, port=port, log_level='warning', access_log=False,
                          lifespan='on', timeout_graceful_shutdown=2, timeout_keep_alive=5, http=client_deadline(client_timeout),
+                         proxy_headers=False, # uvicorn believes X-Forwarded-For from 127.0.0.1: any local user would choose the address rate limits count
                          ssl_certfile=cert, ssl_keyfile=key)
     return _Server(cfg)
 
@@ -103,6 +104,17 @@ def _server_class():
     return Server
 
 def _Server(cfg): return _server_class()(cfg)
+
+# %% ../../nbs/serve/23_server.ipynb #9cf8de51
+def more_files() -> int:
+    "Raise this process's soft limit of open files to its hard limit (idle connections of another local user take one each); the limit now."
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft < want:
+        try: resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError): pass # a container may refuse: the limit stays as it was
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 # %% ../../nbs/serve/23_server.ipynb #a79c7300
 def public_base(host:str, port:int, tls:bool=False, public_url:str|None=None) -> str:
@@ -210,7 +222,7 @@ def serve(engine, # the engine to serve
                   "themselves ('qmd-nb mcp-config' prints their configuration). Ctrl-D or Ctrl-C stops it.", file=sys.stderr)
         try: return serve_stdio(engine, tools, on_ready=ready)
         finally: engine.close()
-    check_port(host, port); check_tls(cert, key)
+    check_port(host, port); check_tls(cert, key); more_files()
     sec, notes = http_security(host, port, auth, oauth, bool(cert), public_url)
     roots = [str(Path(p).expanduser().resolve()) for p in allow_paths or []]
     server = http_server(engine.start_loading(delay=0.5), host, port, cert, key, client_timeout, allowed_origins=allowed_origins,
