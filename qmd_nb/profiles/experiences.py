@@ -6,10 +6,10 @@ Docs: https://qmd-nb.github.io/qmd-nb/profiles/experiences.html.md"""
 
 # %% auto #0
 __all__ = ['REQUIRED', 'MAX_TITLE', 'MAX_KEYWORD', 'MAX_KEYWORDS', 'MAX_TEXT', 'K1', 'B', 'COSINE_MIN', 'RECENCY_HALF_LIFE_DAYS',
-           'MAX_QUERY_CHARS', 'TOOLS', 'PROFILE', 'FieldError', 'ErrorInfo', 'Answer', 'fail', 'Experience',
-           'validate_submission', 'bm25_relevance', 'norm_query_count', 'norm_recency', 'final_score', 'CountWriter',
-           'ExperienceRecord', 'Submitted', 'Page', 'Recall', 'submit_experience', 'check_query', 'relevance',
-           'query_experiences', 'instructions', 'query_tool', 'submit_tool']
+           'MAX_QUERY_CHARS', 'MODEL_WAIT', 'TOOLS', 'PROFILE', 'FieldError', 'ErrorInfo', 'Answer', 'fail',
+           'Experience', 'validate_submission', 'bm25_relevance', 'norm_query_count', 'norm_recency', 'final_score',
+           'CountWriter', 'ExperienceRecord', 'Submitted', 'Page', 'Recall', 'submit_experience', 'check_query',
+           'relevance', 'query_experiences', 'instructions', 'query_tool', 'submit_tool']
 
 # %% ../../nbs/profiles/26_experiences.ipynb #3ea0d16b
 # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
@@ -226,9 +226,12 @@ class Recall:
         head = ' '.join([e.title, *e.keywords])
         return self.an.terms(' '.join([head, head, e.problem_description, e.root_cause or '', e.solution]))
 
-    def embedder(self):
-        "The engine's model if it is loaded (never waits for it)."
-        return self.engine.embedder if self.engine is not None and self.engine.model_loaded else None
+    def embedder(self, wait:float=0 # seconds to wait for the model to load (a query: its answer must not depend on how long the server has been up)
+                ):
+        "The engine's model if it is loaded, or loads within `wait` seconds; None without one (keyword relevance alone)."
+        if self.engine is None: return None
+        if wait and not self.engine.model_loaded: self.engine.start_loading(); self.engine.wait_loaded(wait)
+        return self.engine.embedder if self.engine.model_loaded else None
 
     def corpus(self) -> tuple[list[str], list[Counter], list[int]]:
         "(ids, term counts, lengths) of every experience, cached until the next submission."
@@ -271,11 +274,13 @@ def check_query(keywords, limit, offset) -> Answer|None:
     if not _int_in(offset, 0, None): return fail('INVALID_LIMIT', f'offset must be an integer of 0 or more (got {offset!r})', details={'field': 'offset'})
 
 # %% ../../nbs/profiles/26_experiences.ipynb #cdfdc9e9
+MODEL_WAIT = 60.0 # seconds a query waits for the embedding model to load (a server loads it as it starts; a submission never waits)
+
 def relevance(rc:Recall, keywords:str) -> dict[str, float]:
     "id -> relevance (0..1) of every experience that matches `keywords`."
     ids, counts, lens = rc.corpus()
     rel = dict(zip(ids, bm25_relevance(rc.an.terms(keywords), counts, lens)))
-    emb = rc.embedder()
+    emb = rc.embedder(MODEL_WAIT)
     if emb is None: return {i: r for i, r in rel.items() if r > 0}
     cos = _cosines(rc, emb, keywords, ids)
     return {i: (rel[i] + max(cos[i], 0.0)) / 2 for i in ids if rel[i] > 0 or cos[i] >= COSINE_MIN}

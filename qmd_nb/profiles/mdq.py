@@ -6,9 +6,9 @@ Docs: https://qmd-nb.github.io/qmd-nb/profiles/mdq.html.md"""
 
 # %% auto #0
 __all__ = ['FILTER_KEYS', 'TOOLS', 'PROFILE', 'Source', 'SourcesError', 'derive_name', 'split_spec', 'add_source', 'list_sources',
-           'remove_source', 'run_sources', 'check_sources', 'page_id', 'unique_ids', 'PageMeta', 'page_meta', 'Page',
-           'id_of', 'read_page', 'SearchItem', 'SearchOutput', 'plain_snippet', 'mdq_filter', 'search',
-           'tool_descriptions', 'instructions', 'search_tool', 'read_page_tool']
+           'remove_source', 'run_sources', 'check_sources', 'page_id', 'hashed_id', 'unique_ids', 'PageMeta',
+           'page_meta', 'Page', 'id_of', 'read_page', 'SearchItem', 'SearchOutput', 'plain_snippet', 'mdq_filter',
+           'search', 'tool_descriptions', 'instructions', 'search_tool', 'read_page_tool']
 
 # %% ../../nbs/profiles/25_mdq.ipynb #3eb8e61d
 import hashlib, json, os, re
@@ -113,14 +113,18 @@ def page_id(path:str) -> str:
     "The mdq id of a page: its path without extension, each run of other characters than letters (of any script), digits, `_` a `-`."
     return re.sub(r'\W+', '-', str(PurePosixPath(path).with_suffix(''))).strip('-') or 'page'
 
-def unique_ids(paths:list[str] # the pages of one source
-              ) -> dict[str, str]:
-    "path -> id: `page_id`, and for each page after the first (by path) sharing one, a hash of its own path after it."
-    by, out = {}, {}
-    for p in sorted(paths): by.setdefault(page_id(p), []).append(p)
-    for i, ps in by.items():
-        out[ps[0]] = i
-        for p in ps[1:]: out[p] = f"{i}-{hashlib.sha256(p.encode()).hexdigest()[:8]}"
+def hashed_id(source:str, path:str) -> str:
+    "A page's id with a hash of its source and path after it: what it is named when its `page_id` is taken (always accepted by `read_page`)."
+    return f"{page_id(path)}-{hashlib.sha256(f'{source}/{path}'.encode()).hexdigest()[:8]}"
+
+def unique_ids(pages:list[tuple[str, str]] # (source, path) of every page, oldest in the index first
+              ) -> dict[tuple, str]:
+    "(source, path) -> id, unique over all sources: `page_id` for the oldest page having it, `hashed_id` for later ones (a new file takes no one's id)."
+    out, taken = {}, set()
+    for c, p in pages:
+        i = page_id(p)
+        out[(c, p)] = hashed_id(c, p) if i in taken else i
+        taken.add(i)
     return out
 
 def _first(meta:dict, keys):
@@ -194,14 +198,14 @@ def _by_path(store:Store, path:str, cols:list) -> list[DocRow]:
 
 # %% ../../nbs/profiles/25_mdq.ipynb #d441fe5f
 def _ids(store:Store) -> tuple[dict, dict]:
-    "(page id -> [(collection, path)], (collection, path) -> page id): ids unique in each source, cached until the catalog changes."
+    "(page id -> [(collection, path)], (collection, path) -> page id): ids unique over the sources, given oldest first, cached until the catalog changes."
     key = ('mdq-ids', generation(store))
     if key not in store.cache:
         for k in [k for k in store.cache if isinstance(k, tuple) and k[0] == 'mdq-ids']: del store.cache[k]
-        paths, of, ids = {}, {}, {}
-        for c, p in doc_keys(store).values(): paths.setdefault(c, []).append(p)
-        for c, ps in paths.items(): of.update(((c, p), i) for p, i in unique_ids(ps).items())
-        for cp, i in of.items(): ids.setdefault(i, []).append(cp)
+        of, ids = unique_ids([cp for _, cp in sorted(doc_keys(store).items())]), {} # catalog ids grow: oldest first
+        for cp, i in of.items():
+            ids.setdefault(i, []).append(cp)
+            if (h := hashed_id(*cp)) != i: ids.setdefault(h, []).append(cp) # the hashed form opens it too: an id once given stays good
         store.cache[key] = ids, of
     return store.cache[key]
 

@@ -1,4 +1,4 @@
-"""/mcp: every message authorized, each principal its own MCP server, made on first use and dropped when unused.
+"""/mcp: each message authorized, each token its own MCP server, made on first use, dropped unused.
 
 Docs: https://qmd-nb.github.io/qmd-nb/serve/door.html.md"""
 
