@@ -52,7 +52,7 @@ def test_vectordb_contract(qmd, tmp_path, web):
     qmd('collection', 'add', tmp_path/'notes', '--name', 'notes')
     async def run(c):
         call = lambda t, a: c.call_tool(t, a)
-        o = {'tools': {t.name: t for t in (await c.list_tools()).tools}}
+        o = {'tools': {t.name: t for t in (await c.list_tools()).tools}, 'server': (c.server_info.name, c.server_info.version)}
         o['md'] = await call('ingest_file', {'path': str(files/'attention.md'), 'library': 'papers', 'metadata': {'project': 'nlp'}})
         o['again'] = await call('ingest_file', {'path': str(files/'attention.md'), 'library': 'papers', 'metadata': {'project': 'nlp'}})
         (files/'attention.md').write_text((files/'attention.md').read_text(encoding='utf-8') + "\nDropout everywhere.\n", encoding='utf-8')
@@ -91,6 +91,7 @@ def test_vectordb_contract(qmd, tmp_path, web):
     from qmd_nb.engine.ingest import doc_uuid
     o = asyncio.run(_session(qmd, run))
     assert set(o['tools']) == {'ingest_file', 'ingest_url', 'search', 'list_documents', 'list_libraries', 'delete_document', 'get_document'}
+    assert o['server'] == ('mcpvectordb', '0.2.0') # the contract's Server Info
     s = o['md'].structured_content
     assert json.loads(o['md'].content[0].text) == s and not o['md'].is_error
     assert (s['status'], s['source'], s['library'], s['chunk_count']) == ('indexed', str(files/'attention.md'), 'papers', 1) and len(s['doc_id']) == 36

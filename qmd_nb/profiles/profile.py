@@ -101,6 +101,7 @@ class Profile:
     answer: Callable = lambda r: r # a handler's return value -> ToolResult
     resources: tuple = () # of Resource
     prompts: tuple = () # of Prompt
+    server: tuple|None = None # (name, version) the contract's own server gives in `initialize`, when this profile is served alone
 
     @property
     def tool_names(self) -> tuple: return tuple(t.name for t in self.tools)

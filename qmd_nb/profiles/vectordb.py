@@ -365,4 +365,4 @@ def _tools(t:dict) -> tuple:
         Tool('delete_document', delete_document, t['tool.delete_document'], (doc,), hints=_hints(False, destructive=True)),
         Tool('get_document', get_document, t['tool.get_document'], (doc,)))
 
-PROFILE = Profile('vectordb', _tools(texts('vectordb')), instructions=lambda engine: '', answer=json_result)
+PROFILE = Profile('vectordb', _tools(texts('vectordb')), instructions=lambda engine: '', answer=json_result, server=('mcpvectordb', '0.2.0')) # the contract's Server Info

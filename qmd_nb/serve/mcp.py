@@ -315,11 +315,13 @@ def _qmd_documents(srv, engine:Engine):
         return Completion(values=values, total=total, has_more=total > len(values))
 
 # %% ../../nbs/serve/21_mcp.ipynb #dcd5d3c4
-def mk_mcp(engine:Engine, name:str='qmd', version:str='1.0.0',
+def mk_mcp(engine:Engine, name:str|None=None, version:str|None=None, # what `initialize` names (default: 'qmd' 1.0.0, or the one profile's own `server`)
            tools=('qmd',) # tool profiles to expose (see `qmd_nb.profiles.registry.PROFILES`)
           ):
     "An MCPServer exposing the chosen contracts (by default the QMD one) over `engine`."
     profiles = check_profiles(tools)
+    own = (len(profiles) == 1 and get_profile(profiles[0]).server) or ('qmd', '1.0.0') # a client of that contract sees its server
+    name, version = name or own[0], version or own[1]
     QmdMCPServer = _server_class() # imports the SDK (quickly) before anything else of it is imported
     srv = QmdMCPServer(name=name, version=version, instructions=server_instructions(engine, profiles))
     _add_logging(srv); engine.listeners.append(ChangeNotifier(srv, engine.store).notify)
