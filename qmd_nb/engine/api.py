@@ -10,7 +10,7 @@ import json, threading
 from .config import check_path_text
 from .errors import QmdError, UsageError, time_left
 from .store import Store
-from .auth import confine, read_confined
+from .auth import confine, read_confined, Hidden
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult
 from .documents import qmd_uri
@@ -69,7 +69,7 @@ class Engine:
 
     def background(self, fn) -> threading.Thread:
         "Run `fn()` in a daemon thread that `close` waits for (`fn` should return soon after `stopping` is set)."
-        t = threading.Thread(target=fn, daemon=True); self._workers.append(t); t.start(); return t
+        t = threading.Thread(target=fn, daemon=True); self._workers = [w for w in self._workers if w.is_alive()] + [t]; t.start(); return t
 
     def close(self, timeout:float=60):
         "Stop background work before the process exits: a model load cut short by interpreter exit can crash native code."
@@ -117,7 +117,7 @@ def _roots(engine) -> tuple[list, list]:
     "(folders a client may name, folders never served): its roots and collections' folders; every index's files, the tokens, and the collections it may not see."
     own = [engine.store.paths.cache.parent, engine.store.paths.config_file.parent]
     mine, every = engine.store.config.collections, getattr(engine, 'engine', engine).store.config.collections
-    hidden = [c.path for name, c in every.items() if name not in mine] # an allowed folder may hold them: never a way around the token's limit
+    hidden = [Hidden(c.path) for name, c in every.items() if name not in mine] # an allowed folder may hold them: never a way around the token's limit
     return [*engine.roots, *(c.path for c in mine.values())], own + hidden
 
 def client_reader(engine):

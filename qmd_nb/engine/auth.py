@@ -16,7 +16,7 @@ from .errors import UsageError, NotFound, Forbidden
 # %% auto #0
 __all__ = ['SCOPES', 'OPERATIONS', 'WHOLE_INDEX', 'OWNER', 'TOKEN_RE', 'NEVER_SERVED', 'Principal', 'authorize', 'token_hash',
            'parse_expiry', 'check_scope', 'check_private', 'TokenStore', 'token_dir', 'default_token', 'client_token',
-           'confine', 'read_checked', 'read_confined']
+           'Hidden', 'confine', 'read_checked', 'read_confined']
 
 # %% ../../nbs/engine/05c_auth.ipynb #b32cb6e8
 SCOPES = ('read', 'write', 'admin') # each includes the ones before it
@@ -257,20 +257,27 @@ def _intact(roots) -> list[str]:
         if os.path.realpath(r) == r: out.append(r)
     return out
 
+class Hidden(str):
+    "A folder of `confine`'s `deny` whose very place is not told (another collection, to a token limited to others): inside it is 'not found'."
+
 def confine(path:str, # a path a client sent
             roots:list, # folders the server may read, as resolved when they were allowed (a collection's folder, --allow-path)
-            deny:list=() # folders never served, even inside `roots` (qmd-nb's own: tokens, catalog, copies; collections the client may not see)
+            deny:list=() # folders never served, even inside `roots` (qmd-nb's own: tokens, catalog, copies; `Hidden` ones: collections the client may not see)
            ) -> str:
     "The resolved absolute `path` if it lies under one of `roots` and none of `deny` (nor /proc, /sys, /dev), else `Forbidden`."
     if not isinstance(path, str) or not path.strip(): raise UsageError("path must be a non-empty string")
     if not os.path.isabs(os.path.expanduser(path.strip())): raise Forbidden(f"Path not allowed: {path} (give an absolute path)")
     try: real = os.path.realpath(os.path.expanduser(path.strip()))
     except OSError as e: raise Forbidden(f"Path not allowed: {path} changed while it was checked ({e.strerror})") from None # a link swapped mid-resolution
-    if any(_under(real, os.path.realpath(d)) or _under(os.path.realpath(d), real) for d in deny) or any(_under(real, d) for d in NEVER_SERVED):
-        raise Forbidden(f"Path not allowed: {path} holds files that are never served to this client (qmd-nb's own files: tokens, index; collections it may not see; system pseudo-files)")
+    outside = Forbidden(f"Path not allowed: {path} is outside the folders this server may read (the owner can allow it with 'qmd-nb serve --allow-path DIR')")
+    own = [os.path.realpath(d) for d in deny if not isinstance(d, Hidden)]
+    if any(_under(real, d) or _under(d, real) for d in own) or any(_under(real, d) for d in NEVER_SERVED):
+        raise Forbidden(f"Path not allowed: {path} holds qmd-nb's own files (tokens, index) or system pseudo-files, which are never served")
+    for h in (os.path.realpath(d) for d in deny if isinstance(d, Hidden)):
+        if _under(real, h): raise NotFound(f"File not found: {path}") # as any missing file: a probe learns nothing of where it lies
+        if _under(h, real): raise outside
     if any(_under(real, root) for root in _intact(roots)): return real
-    raise Forbidden(f"Path not allowed: {path} is outside the folders this server may read "
-                    "(the owner can allow it with 'qmd-nb serve --allow-path DIR')")
+    raise outside
 
 
 # %% ../../nbs/engine/05c_auth.ipynb #4aed7534

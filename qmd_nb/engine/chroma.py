@@ -46,7 +46,7 @@ def _local_client(store:Store, s, url=None):
     if not reader_on_full_disk:
         try: return chromadb.PersistentClient(path=str(_writable_vectors(store)), settings=s)
         except chromadb.errors.ChromaError as e: # Chroma's own SQLite on a full or read-only disk: say so
-            if (err := storage_error(e, store.paths.cache) or (no_room(store.paths.cache) and disk_full(store.paths.cache))) is None: raise
+            if (err := storage_error(e, store.paths.cache, 'vectors') or (no_room(store.paths.cache) and disk_full(store.paths.cache))) is None: raise
             if store.is_writing() or not isinstance(err, DiskFull): raise err from None
     try: client = chromadb.PersistentClient(path=str(_vectors_copy(store)), settings=s) # as on a read-only index
     except (OSError, chromadb.errors.ChromaError): raise disk_full(store.paths.cache) from None # no room for the copy either

@@ -113,7 +113,8 @@ def no_room(where) -> bool:
     except OSError: return False
 
 def storage_error(e:Exception, # an OSError or sqlite3 error raised while writing the index
-                  where='' # the index folder, for the message (and to tell a full disk behind an I/O error)
+                  where='', # the index folder, for the message (and to tell a full disk behind an I/O error)
+                  part:str='catalog' # what raised it: 'catalog' (catalog.sqlite) or 'vectors' (Chroma's store), for what a damaged one needs
                  ) -> QmdError|None:
     "A `ReadOnlyIndex`, `DiskFull` or `DamagedIndex` naming the problem when `e` is one, else None."
     msg = str(e).lower()
@@ -123,6 +124,9 @@ def storage_error(e:Exception, # an OSError or sqlite3 error raised while writin
         return disk_full(where)
     if getattr(e, 'errno', None) in _RO_ERRNOS or 'readonly' in msg or 'read-only' in msg:
         return ReadOnlyIndex(f"The index{at} is read-only: this command needs to change it (searching and reading still work)")
+    if ('malformed' in msg or 'not a database' in msg) and part == 'vectors':
+        return DamagedIndex(f"The vector store{at} is damaged ({e}). It is built from the catalog: move the folder vectors out of "
+                            f"{where or 'the index folder'} and run 'qmd-nb embed' to build it again")
     if 'malformed' in msg or 'not a database' in msg:
         return DamagedIndex(f"The index{at} is damaged (SQLite: {e}). It is built from your files: move catalog.sqlite "
                             f"(and catalog.sqlite-wal and -shm, if there) out of {where or 'the index folder'} and run 'qmd-nb update' (then 'qmd-nb embed') to build it again")

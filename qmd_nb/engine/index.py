@@ -379,7 +379,7 @@ def remove_context(store:Store, path:str) -> str:
     check_path_text(path)
     with store.writing():
         store.reload_config()
-        key = context_key(store, path) if not path.startswith('qmd://') else norm_context_path(path)
+        key = path.strip() if path.strip() in store.config.contexts else context_key(store, path) if not path.startswith('qmd://') else norm_context_path(path) # a key as stored: older versions kept `qmd://n//sub`
         if key not in store.config.contexts: raise NotFound(f"No context for {key}")
         del store.config.contexts[key]; store.save_config()
     return key

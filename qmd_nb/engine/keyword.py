@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/keyword.html.md"""
 
 # %% ../../nbs/engine/04_keyword.ipynb #cd55b50c
 from __future__ import annotations
-import errno, json, shutil, tempfile
+import errno, json, logging, shutil, tempfile
 from dataclasses import replace
 from pathlib import Path
 import numpy as np
@@ -285,6 +285,10 @@ def refresh(store:Store, full:bool=False # build everything again
     with store.writing():
         root = store.paths.keyword_dir
         try: return _refresh(store, root, full)
+        except (ValueError, EOFError) as e: # a commit or segment file cut short or garbled (a disk fault): all of it built again
+            logging.getLogger(__name__).warning("the keyword index at %s is damaged (%s): building it again from the catalog", root, e)
+            shutil.rmtree(root, ignore_errors=True) # readers keep the files they mapped
+            return _refresh(store, root, True)
         except OSError as e: # a full disk (or a read-only one): the last commit stays current, nothing half-written stays
             _clean_failed(root)
             if e.errno is None and 'written' in str(e): e = OSError(errno.ENOSPC, f'No space left on device ({e})') # numpy's short write
@@ -352,7 +356,6 @@ def _current_sig(root:Path):
 
 def _rebuilt(store:Store, e:Exception) -> tuple:
     "(commit, index) after the keyword index could not be read: built whole again from the catalog, or in memory when the index cannot be written."
-    import logging
     logging.getLogger(__name__).warning("the keyword index at %s could not be read (%s): building it again from the catalog", store.paths.keyword_dir, e)
     for k in ('keyword', 'kwsegments'): store.cache.pop(k, None)
     try: c = refresh(store, full=True)

@@ -137,7 +137,7 @@ def _stopped_by_disk(store:Store, what:str # what became of the work, for the me
     from chromadb.errors import ChromaError
     try: yield
     except (ChromaError, DiskFull) as e:
-        err = e if isinstance(e, DiskFull) else storage_error(e, store.paths.cache)
+        err = e if isinstance(e, DiskFull) else storage_error(e, store.paths.cache, 'vectors')
         if err is None and no_room(store.paths.cache): err = disk_full() # Chroma's words for it vary ('Error in compaction: ...')
         if err is None: raise
         raise (disk_full(store.paths.cache, what) if isinstance(err, DiskFull) else err) from None

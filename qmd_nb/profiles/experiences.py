@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, asdict
 from ..engine.store import Store, now_iso
 from ..engine.experience_store import (ensure_schema, recall_generation, add_experience, add_reads, put_vectors, experience_rows,
                                              experience_terms, experience_vectors, count_experiences)
-from ..engine.errors import ReadOnlyIndex, DiskFull
+from ..engine.errors import ReadOnlyIndex, DiskFull, time_left
 from ..engine.text import Analyzer, raw_tokens
 from ..engine.keyword import lucene_idf
 from .sanitize import find_secrets
@@ -151,6 +151,12 @@ class CountWriter:
         self.store, self.engine, self.delay = store, engine, delay
         self.pending, self.cv, self.wlock, self._thread = Counter(), threading.Condition(), threading.Lock(), None
         self.stopping = engine.stopping if engine is not None else threading.Event()
+        self.closed = threading.Event() # this writer alone stops (its MCP server was dropped), the engine goes on
+
+    def close(self):
+        "Stop the writer thread once what is pending is written."
+        self.closed.set()
+        with self.cv: self.cv.notify()
 
     def add(self, ids:list[str]):
         "Count one read of each id (written soon, not now; never on a read-only index)."
@@ -174,14 +180,16 @@ class CountWriter:
         import logging
         while True:
             with self.cv:
-                while not self.pending and not self.stopping.is_set(): self.cv.wait(0.5)
+                while not self.pending and not self._done(): self.cv.wait(0.5)
                 if not self.pending: return # stopping, nothing left
-            if not self.stopping.is_set(): time.sleep(self.delay)
+            if not self._done(): time.sleep(self.delay)
             try: self.flush()
             except sqlite3.Error as e:
                 logging.getLogger('qmd_nb.profiles.experiences').warning("query counts not written yet (%s); retrying", e)
-                if self.stopping.is_set(): return
+                if self._done(): return
                 time.sleep(1)
+
+    def _done(self) -> bool: return self.stopping.is_set() or self.closed.is_set()
 
 def _daemon(fn) -> threading.Thread:
     t = threading.Thread(target=fn, daemon=True); t.start(); return t
@@ -220,6 +228,10 @@ class Recall:
     def __init__(self, store:Store, engine=None):
         self.store, self.engine, self.an = ensure_schema(store), engine, Analyzer()
         self.writer = CountWriter(store, engine)
+
+    def release(self):
+        "Let go of the writer's thread (the MCP server holding this was dropped, `qmd_nb.serve.door.McpDoor.sweep`)."
+        self.writer.close()
 
     def terms(self, e:Experience) -> list[str]:
         "Analysed terms of an experience: title and keywords twice, problem, root cause and solution once."
@@ -274,13 +286,13 @@ def check_query(keywords, limit, offset) -> Answer|None:
     if not _int_in(offset, 0, None): return fail('INVALID_LIMIT', f'offset must be an integer of 0 or more (got {offset!r})', details={'field': 'offset'})
 
 # %% ../../nbs/profiles/26_experiences.ipynb #cdfdc9e9
-MODEL_WAIT = 60.0 # seconds a query waits for the embedding model to load (a server loads it as it starts; a submission never waits)
+MODEL_WAIT = 10.0 # seconds a query waits for the embedding model to load (a server loads it as it starts; a submission never waits), well under a tool's time limit (30 s)
 
 def relevance(rc:Recall, keywords:str) -> dict[str, float]:
     "id -> relevance (0..1) of every experience that matches `keywords`."
     ids, counts, lens = rc.corpus()
     rel = dict(zip(ids, bm25_relevance(rc.an.terms(keywords), counts, lens)))
-    emb = rc.embedder(MODEL_WAIT)
+    emb = rc.embedder(MODEL_WAIT if (t := time_left()) is None else max(0.0, min(MODEL_WAIT, t - 1))) # within a request's own limit too
     if emb is None: return {i: r for i, r in rel.items() if r > 0}
     cos = _cosines(rc, emb, keywords, ids)
     return {i: (rel[i] + max(cos[i], 0.0)) / 2 for i in ids if rel[i] > 0 or cos[i] >= COSINE_MIN}

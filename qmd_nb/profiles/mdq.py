@@ -12,6 +12,7 @@ __all__ = ['FILTER_KEYS', 'TOOLS', 'PROFILE', 'Source', 'SourcesError', 'derive_
 
 # %% ../../nbs/profiles/25_mdq.ipynb #3eb8e61d
 import hashlib, json, os, re
+from collections import Counter
 from dataclasses import dataclass, field, asdict
 from pathlib import Path, PurePosixPath
 from typing import Optional
@@ -117,15 +118,13 @@ def hashed_id(source:str, path:str) -> str:
     "A page's id with a hash of its source and path after it: what it is named when its `page_id` is taken (always accepted by `read_page`)."
     return f"{page_id(path)}-{hashlib.sha256(f'{source}/{path}'.encode()).hexdigest()[:8]}"
 
-def unique_ids(pages:list[tuple[str, str]] # (source, path) of every page, oldest in the index first
+def unique_ids(pages:list[tuple[str, str]] # (source, path) of every page
               ) -> dict[tuple, str]:
-    "(source, path) -> id, unique over all sources: `page_id` for the oldest page having it, `hashed_id` for later ones (a new file takes no one's id)."
-    out, taken = {}, set()
-    for c, p in pages:
-        i = page_id(p)
-        out[(c, p)] = hashed_id(c, p) if i in taken else i
-        taken.add(i)
-    return out
+    "(source, path) -> id, unique over all sources: `page_id` when no other page reads alike, else `hashed_id` (an id never names another page)."
+    n = Counter(page_id(p) for _, p in pages)
+    out = {(c, p): page_id(p) if n[page_id(p)] == 1 else hashed_id(c, p) for c, p in pages}
+    hashed = {i for (c, p), i in out.items() if i != page_id(p)}
+    return {cp: hashed_id(*cp) if i in hashed and i == page_id(cp[1]) else i for cp, i in out.items()} # a file named like another's hashed id
 
 def _first(meta:dict, keys):
     return next((meta[k] for k in keys if meta.get(k) not in (None, '', [])), None)
@@ -198,14 +197,15 @@ def _by_path(store:Store, path:str, cols:list) -> list[DocRow]:
 
 # %% ../../nbs/profiles/25_mdq.ipynb #d441fe5f
 def _ids(store:Store) -> tuple[dict, dict]:
-    "(page id -> [(collection, path)], (collection, path) -> page id): ids unique over the sources, given oldest first, cached until the catalog changes."
+    "(page id -> [(collection, path)], (collection, path) -> page id): ids unique over the sources, cached until the catalog changes."
     key = ('mdq-ids', generation(store))
     if key not in store.cache:
         for k in [k for k in store.cache if isinstance(k, tuple) and k[0] == 'mdq-ids']: del store.cache[k]
-        of, ids = unique_ids([cp for _, cp in sorted(doc_keys(store).items())]), {} # catalog ids grow: oldest first
+        of, ids = unique_ids(list(doc_keys(store).values())), {}
+        shared = Counter(page_id(p) for _, p in of)
         for cp, i in of.items():
-            ids.setdefault(i, []).append(cp)
-            if (h := hashed_id(*cp)) != i: ids.setdefault(h, []).append(cp) # the hashed form opens it too: an id once given stays good
+            for k in {i, hashed_id(*cp)} | ({page_id(cp[1])} if shared[page_id(cp[1])] > 1 else set()): # its id, its hashed form (always good), and
+                ids.setdefault(k, []).append(cp)                                                          # a plain id it shares: read_page names them all
         store.cache[key] = ids, of
     return store.cache[key]
 
@@ -228,7 +228,8 @@ def read_page(store:Store, path:Optional[str]=None, # path relative to its sourc
     else: docs = _by_path(store, path.strip(), cols)
     docs = [d for d in docs if d]
     if not docs: raise NotFound(f"File not found: {path if id is None else id}")
-    if len(docs) > 1: raise UsageError(f"{path or id} is in several sources ({', '.join(d.collection for d in docs)}): give source")
+    if len(docs) > 1 and id is not None: raise UsageError(f"{id} names {len(docs)} pages now: " + ', '.join(f"{d.collection}/{d.path} (id {id_of(store, d.collection, d.path)})" for d in docs) + ": read one by its own id")
+    if len(docs) > 1: raise UsageError(f"{path} is in several sources ({', '.join(d.collection for d in docs)}): give source")
     d = docs[0]
     return Page(id_of(store, d.collection, d.path), d.title, d.path, d.collection, doc_body(store, d.hash)[0], page_meta(d))
 

@@ -134,6 +134,7 @@ class McpDoor:
         for k in old:
             if (cs := self.scopes.pop(k, None)) is not None: cs.cancel() # its session manager stops, ending any session left
             srv = self.servers.pop(k); self.apps.pop(k, None); self.used.pop(k, None)
+            for st in getattr(srv, 'profile_states', {}).values(): getattr(st, 'release', lambda: None)() # e.g. recall's count writer thread
             self.engine.listeners[:] = [f for f in self.engine.listeners if getattr(getattr(f, '__self__', None), 'srv', None) is not srv]
             for hook in self.on_drop: hook(k)
         return old

@@ -316,8 +316,8 @@ def token_route(server:OAuthServer):
     from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
     sdk = TokenHandler(server, ClientAuthenticator(server))
     async def handle(request):
-        res = (await request.form()).get('resource') # the form is kept on the request: the handler reads the same one
-        if isinstance(res, str) and res.rstrip('/') not in server.resources:
+        named = (await request.form()).getlist('resource') # the form is kept on the request: the handler reads the same one
+        if any(not isinstance(r, str) or r.rstrip('/') not in server.resources for r in named): # each one, a file part too
             return JSONResponse(dict(error='invalid_target', error_description=f"This server issues tokens for {' and '.join(server.resources)} only"),
                                 400, headers={'Cache-Control': 'no-store', 'Pragma': 'no-cache'})
         return await sdk.handle(request)
