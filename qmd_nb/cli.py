@@ -226,6 +226,7 @@ def cmd_embed(a):
     if _hint(st): return 0
     s = embed(st, _embedder(st, a), force=a.force, collections=a.collection)
     if _fmt(a) == 'json': return _json({**s.__dict__, 'rate': round(s.rate, 1)})
+    if not (s.documents or s.removed): return print("Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)")
     pace = f"{s.rate:.1f} chunks/s" if s.startup < 1 else f"{s.startup:.1f} s of it before the first vectors (loading the model, cutting the first documents)" if s.first_chunks >= s.chunks else \
            f"{s.rate:.1f} chunks/s once the first vectors came, {s.startup:.1f} s in: loading the model, cutting the first documents" # the model's start-up (its preparation, on first use) is not the pace
     print(f"Embedded {s.documents} documents ({s.chunks} chunks) in {s.seconds:.1f} s ({pace})"

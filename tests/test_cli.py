@@ -162,3 +162,11 @@ def test_named_indexes_are_separate(qmd, notes):
     assert qmd('--index', 'work', 'search', 'pasta', '--format', 'files').stdout.strip() == 'notes/cooking/pasta.md'
     assert "The index 'index' has no collections yet" in qmd('collection', 'list').stdout
     assert (qmd.home/'cache'/'work'/'catalog.sqlite').exists() and (qmd.home/'config'/'work.json').exists()
+
+def test_embed_with_nothing_to_do_is_quick(qmd, notes):
+    "A second `embed` finds every document embedded from the catalog alone: it says so, and neither Chroma (2 s to import) nor the model is loaded."
+    import subprocess, sys
+    qmd('collection', 'add', notes, '--name', 'notes'); qmd('embed')
+    code = "import sys; from qmd_nb.parser import main; main(['embed']); print('chromadb' in sys.modules, 'openvino' in sys.modules)"
+    r = subprocess.run([sys.executable, '-c', code], env=qmd.env, capture_output=True, text=True, encoding='utf-8', timeout=300)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)", 'False False'], (r.stdout, r.stderr)

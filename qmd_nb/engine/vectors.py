@@ -152,15 +152,15 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
     def started(done):
         if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
+    if not force and not orphan_vectors(store, fp) and not pending_hashes(store, fp, collection_names(store, collections)): return stats # nothing to do: Chroma (2 s to import) stays closed
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env)
         if force:
             with store.tx() as db: db.execute("DELETE FROM embedded WHERE fingerprint=?", (fp,)); _count_up(db, f'vector-epoch:{fp}') # saved matrices are void
             vs.col.delete(where={'seq': {'$gte': 0}})
-        orphans = orphan_vectors(store, fp)
+        orphans = orphan_vectors(store, fp); stats.removed = len(orphans)
         vs.delete([f'{h}:{i}' for h, n in orphans.items() for i in range(n)])
         with store.tx() as db: db.executemany("DELETE FROM embedded WHERE hash=? AND fingerprint=?", [(h, fp) for h in orphans])
-        stats.removed = len(orphans)
         pending = pending_hashes(store, fp, collection_names(store, collections))
         with progress_bar(len(pending), 'Embedding', progress, unit='chunk') as bar, closing(planned(store, embedder, pending, batch_docs)) as parts, \
              ThreadPoolExecutor(1) as writer: # a batch is written while the next one is embedded; leaving waits for it
