@@ -235,7 +235,7 @@ def rest_probes(w) -> list:
         ('collections-add-etc', 'POST', '/collections/add', {'name': 'etc', 'path': '/etc', 'glob_pattern': 'passwd,shadow'}, 'admin', 403, 403),
         ('collections-add-secret', 'POST', '/collections/add', {'name': 'pubx', 'path': str(w['srv'].parent)}, 'admin', 403, 403),
         ('collections-add-link', 'POST', '/collections/add', {'name': 'pubx', 'path': str(w['allowed']/'link-secret')}, 'admin', 403, 403),
-        ('collections-add-link-to-vault', 'POST', '/collections/add', {'name': 'pubx', 'path': str(w['allowed']/'link-vault')}, 'admin', None, 404), # another collection's folder: not there for it
+        ('collections-add-link-to-vault', 'POST', '/collections/add', {'name': 'pubx', 'path': str(w['allowed']/'link-vault')}, 'admin', None, 400), # another collection's folder: 'Not a folder' for it, as a missing one
         ('collections-add', 'POST', '/collections/add', {'name': 'pubx', 'path': str(w['allowed']/'extra')}, 'admin', 200, 200),
         ('collections-rename', 'PUT', '/collections/pubx', {'new_name': 'pubx2'}, 'admin', 200, 200),
         ('collections-remove', 'DELETE', '/collections/pubx2', None, 'admin', 200, 200),
@@ -539,11 +539,13 @@ def test_a_limited_token_cannot_claim_another_collections_folder(world, tmp_path
                              step('POST', '/ingest', {'source': str(data/'secret'/'s.md'), 'library': 'pub'}),
                              step('POST', '/collections/add', {'name': 'pub', 'path': str(data/'spare')}), # a folder of its own: fine
                              step('POST', '/get', {'file': 'pub/s.md'}), step('POST', '/search', {'query': 'secret'})])
-        assert [r['status'] for r in got] == [200, 404, 403, 404, 200, 404, 200], [(r['status'], r['body'][:200]) for r in got]
+        assert [r['status'] for r in got] == [200, 400, 403, 404, 200, 404, 200], [(r['status'], r['body'][:200]) for r in got]
         assert all(MARK['vault'] not in r['body'] for r in got), [r['body'][:200] for r in got]
-        assert 'File not found' in got[1]['body'] and 'File not found' in got[3]['body'], got # as a missing file: where `secret` lies is not told
+        assert 'Not a folder' in got[1]['body'] and 'File not found' in got[3]['body'], got # as a missing folder or file: where `secret` lies is not told
         probe = attack(world, [step('POST', '/ingest', {'source': str(data/'secret'/'nope.md'), 'library': 'pub'}), step('POST', '/ingest', {'source': str(data/'spare'/'nope.md'), 'library': 'pub'})])
         assert [(r['status'], json.loads(r['body'])['detail'].split(':')[0]) for r in probe] == [(404, 'File not found')] * 2, probe # the same for either folder
+        probe = attack(world, [step('POST', '/collections/add', {'name': 'pub2', 'path': str(data/'secret'/'nope')}), step('POST', '/collections/add', {'name': 'pub2', 'path': str(data/'spare'/'nope')})])
+        assert [(r['status'], json.loads(r['body'])['detail'].split(':')[0]) for r in probe] == [(400, 'Not a folder')] * 2, probe
     finally: proc.terminate(); proc.wait(30)
 
 # -- files ----------------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Literal, Optional, Union # no `from __future__ import annotations`: FastAPI reads the annotations at runtime
 from pydantic import BaseModel, Field
 from fastapi import Depends
-from ..engine.errors import QmdError, UsageError, Forbidden, storage_error, validation_detail
+from ..engine.errors import QmdError, UsageError, NotFound, Forbidden, storage_error, validation_detail
 from ..engine.auth import Principal, authorize
 from .gate import needs, principal, check_routes, trusted, Gate, RateLimit
 from .door import McpDoor
@@ -104,9 +104,14 @@ def _problems(stats) -> str:
     "Lines for collections that could not be updated (a missing folder...), to append to a summary."
     return ''.join(f"\n{s.collection}: not updated: {s.error}" for s in stats if s.error)
 
+def _folder_confined(e, path:str) -> str:
+    "`confine_path` for a folder: one inside a collection the client may not see is 'Not a folder', as a missing one is (where it lies is not told)."
+    try: return confine_path(e, path)
+    except NotFound: raise UsageError(f"Not a folder: {path}") from None # the path as given: not where a link in it leads
+
 def _add_confined(e, path:str, name:str, mask:str, force:bool=False):
     "Add a client's folder as a collection: confined again in the queue, just before use, and refused (removed) if the folder it got is not that one."
-    real = confine_path(e, path)
+    real = _folder_confined(e, path)
     s = index.add_collection(e.store, real, name, mask, False, force)
     got = e.store.config.collections[name].path
     if got != real or os.path.realpath(got) != got: # swapped for a link between the check and the add
@@ -121,7 +126,7 @@ def add_collection_routes(app, engine:Engine, q:WriteQueue):
     async def add_ep(b: CollectionAddRequest, e=E('collections.add')):
         from qmd_nb.engine.config import check_name
         check_name(b.name) # a bad name is the first thing to say, before where the folder is
-        confine_path(e, b.path) # a refusal at once; the queue checks again when the add starts
+        _folder_confined(e, b.path) # a refusal at once; the queue checks again when the add starts
         s = await q.run(_add_confined, e, b.path, b.name, b.glob_pattern, b.force)
         c, n = e.store.config.collections[s.collection], _count(e.store, s.collection)
         return dict(status='added', name=c.name, path=c.path, documents=n, content=f"Added collection '{c.name}' with {plural(n, 'document')}")
