@@ -170,3 +170,17 @@ def test_embed_with_nothing_to_do_is_quick(qmd, notes):
     code = "import sys; from qmd_nb.parser import main; main(['embed']); print('chromadb' in sys.modules, 'openvino' in sys.modules)"
     r = subprocess.run([sys.executable, '-c', code], env=qmd.env, capture_output=True, text=True, encoding='utf-8', timeout=300)
     assert r.returncode == 0 and r.stdout.splitlines() == ["Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)", 'False False'], (r.stdout, r.stderr)
+
+def test_embed_after_an_edit_reads_only_the_changed_passages(qmd, tmp_path):
+    "A long note edited in one section: `embed` runs the real model on that section's chunk only and copies the others' vectors, which `vsearch` finds as before."
+    secs = [('Install', 'Install the package with pip and check the version it prints.'), ('Backups', 'Nightly backups go to the garage drive with restic.'),
+            ('Tuning', 'Raise the cache size when the index grows past a million chunks.')]
+    text = '# Guide\n\n' + '\n\n'.join(f'## {h}\n\n' + ' '.join([s] * 12) for h, s in secs)
+    root = write_tree(tmp_path/'guide', {'guide.md': text})
+    qmd('collection', 'add', root, '--name', 'g'); first = qmd.json('embed', '--json')
+    assert first['chunks'] >= 3 and first['reused'] == 0
+    (root/'guide.md').write_text(text.replace('Raise the cache size', 'Double the cache size', 1), encoding='utf-8'); qmd('update')
+    out = qmd('embed').stdout
+    assert f"({first['chunks']} chunks, {first['chunks'] - 1} of them copied from passages embedded before)" in out and 'dropped the vectors of 1 documents' in out, out
+    hit = qmd.json('vsearch', 'where do the nightly backups go', '--json', '-n', '1')[0]
+    assert hit['file'] == 'g/guide.md' and 'restic' in hit['snippet'], hit

@@ -17,44 +17,22 @@ from .errors import QmdError, DiskFull, storage_error, disk_full, no_room
 from .chunk import chunk_lines, Chunk, wordpiece_counter, word_counter
 from .store import Store, generation
 from .catalog import doc_bodies
+from .embedded import pending_hashes, record_embedded, orphan_vectors, count_up, forget, known_vectors, embed_new
 from .progress import progress_bar, set_total
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
 from .chroma import VectorStore, space_name, vector_generation, vector_epoch, chroma_url, save_matrix, load_matrix, prune_matrices
 
 # %% auto #0
-__all__ = ['EXACT_MAX', 'DELTA_MAX', 'SMALL_SHARE', 'OVERFETCH', 'RECENT', 'VectorIndexMissing', 'pending_hashes',
-           'record_embedded', 'orphan_vectors', 'EmbedStats', 'token_counter', 'chunk_content', 'planned',
-           'expected_chunks', 'embed', 'similarities', 'ExactIndex', 'exact_index', 'subset_index', 'recent_index',
-           'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
+__all__ = ['EXACT_MAX', 'DELTA_MAX', 'SMALL_SHARE', 'OVERFETCH', 'RECENT', 'VectorIndexMissing', 'EmbedStats', 'token_counter',
+           'chunk_content', 'planned', 'expected_chunks', 'embed', 'similarities', 'ExactIndex', 'exact_index',
+           'subset_index', 'recent_index', 'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
 
 # %% ../../nbs/engine/10_vectors.ipynb #940e0778
 class VectorIndexMissing(QmdError):
     "There are no vectors for the current embedding model: `vsearch` cannot answer."
     status = 503
     def __init__(self, msg="Vector index not found. Run 'qmd-nb embed' first to create embeddings."): super().__init__(msg)
-
-# %% ../../nbs/engine/10_vectors.ipynb #e248bd20
-def pending_hashes(store:Store, fingerprint:str, collections:list[str]|None=None) -> list[str]:
-    "Content hashes of (the collections') documents that have no vectors for `fingerprint`."
-    where, args = ("AND d.collection IN (%s)" % ','.join('?' * len(collections)), collections) if collections else ('', [])
-    return [r[0] for r in store.q(f"""SELECT DISTINCT d.hash FROM documents d WHERE NOT EXISTS
-        (SELECT 1 FROM embedded e WHERE e.hash = d.hash AND e.fingerprint = ?) {where} ORDER BY d.hash""", [fingerprint, *args])]
-
-def _count_up(db, key:str): db.execute("INSERT INTO kv VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1", (key,))
-
-def record_embedded(store:Store, fingerprint:str, counts:dict):
-    "Note that these contents (hash -> chunk count) now have vectors."
-    hs = list(counts)
-    with store.tx() as db:
-        if any(db.execute(f"SELECT 1 FROM embedded WHERE fingerprint=? AND hash IN ({','.join('?' * len(p))}) LIMIT 1", [fingerprint, *p]).fetchone()
-               for p in (hs[k:k+900] for k in range(0, len(hs), 900))): _count_up(db, f'vector-epoch:{fingerprint}') # vectors written again: saved matrices may hold the old ones
-        db.executemany("INSERT OR REPLACE INTO embedded(hash, fingerprint, chunks) VALUES(?,?,?)", [(h, fingerprint, n) for h, n in counts.items()])
-        _count_up(db, f'vectors:{fingerprint}')
-
-def orphan_vectors(store:Store, fingerprint:str) -> dict:
-    "hash -> chunk count of embedded contents no document uses any more."
-    return dict(store.q("SELECT hash, chunks FROM embedded WHERE fingerprint=? AND hash NOT IN (SELECT DISTINCT hash FROM documents)", (fingerprint,)))
 
 # %% ../../nbs/engine/10_vectors.ipynb #192c9228
 @dataclass
@@ -63,14 +41,16 @@ class EmbedStats:
     documents: int = 0 # contents embedded
     chunks: int = 0
     removed: int = 0 # contents whose vectors were dropped (no document uses them)
+    reused: int = 0 # chunks whose text was embedded before: their vector was copied, not computed again
     seconds: float = 0.0
     startup: float = 0.0 # seconds until the first vectors came back: loading the model (preparing it, on first use) and its first batch
     first_chunks: int = 0 # the chunks of that first batch
     @property
     def rate(self) -> float:
-        "Chunks per second once the model ran (the start-up left out when more chunks followed it)."
-        n, t = self.chunks - self.first_chunks, self.seconds - self.startup
-        return n / t if self.first_chunks and n > 0 and t > 0 else (self.chunks / self.seconds if self.seconds else 0.0)
+        "Chunks the model read per second once it ran (the start-up left out when more chunks followed it)."
+        m = self.chunks - self.reused
+        n, t = m - self.first_chunks, self.seconds - self.startup
+        return n / t if self.first_chunks and n > 0 and t > 0 else (m / self.seconds if self.seconds else 0.0)
 
 def token_counter(embedder):
     "The embedder's own word-piece counter (whitespace words for the test embedder)."
@@ -126,9 +106,22 @@ def _ticker(bar, first=None # called with the chunks done when the first vectors
     return tick
 
 def _write(store:Store, vs, fp:str, part:dict, vecs):
-    "Store one batch's vectors, then record its contents as embedded (a kill in between embeds them again next time)."
+    "Store one batch's vectors, then record its contents as embedded, with their texts (a kill in between embeds them again next time)."
     if vecs is not None: vs.add_many(part, vecs)
-    record_embedded(store, fp, {h: len(cs) for h, cs in part.items()})
+    record_embedded(store, fp, {h: len(cs) for h, cs in part.items()}, part)
+
+def _drop(store:Store, vs, fp:str, orphans:dict # hash -> chunk count of contents no document uses
+         ):
+    "Drop the vectors of contents no document uses: the records of their texts first, then the vectors, then their rows."
+    if not orphans: return
+    with store.tx() as db: forget(db, fp, list(orphans))
+    vs.delete([f'{h}:{i}' for h, n in orphans.items() for i in range(n)])
+    with store.tx() as db: db.executemany("DELETE FROM embedded WHERE hash=? AND fingerprint=?", [(h, fp) for h in orphans])
+
+def _vectors(store, vs, embedder, fp:str, texts:list[str], recent:dict, tick, reuse:bool):
+    "A batch's vectors, texts embedded before copied (from the store, or from the batch before, perhaps still being written)."
+    if not reuse: return embedder.embed_docs(texts, progress=tick), {}
+    return embed_new(embedder.embed_docs, texts, {**recent, **known_vectors(store, fp, texts, vs.vectors)}, tick)
 
 @contextmanager
 def _stopped_by_disk(store:Store, what:str # what became of the work, for the message
@@ -147,6 +140,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
           collections:list[str]|None=None, # only documents of these collections
           progress:bool|None=None, # show a bar (default: on a terminal or in a notebook)
           batch_docs:int=256, # contents per model call and write (a commit point for resuming)
+          reuse:bool=True, # copy the vectors of chunk texts embedded before, instead of running the model on them again
           env:dict|None=None) -> EmbedStats:
     "Embed what has no vectors yet."
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
@@ -156,23 +150,23 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env)
         if force:
-            with store.tx() as db: db.execute("DELETE FROM embedded WHERE fingerprint=?", (fp,)); _count_up(db, f'vector-epoch:{fp}') # saved matrices are void
+            with store.tx() as db: db.execute("DELETE FROM embedded WHERE fingerprint=?", (fp,)); forget(db, fp); count_up(db, f'vector-epoch:{fp}') # saved matrices are void
             vs.col.delete(where={'seq': {'$gte': 0}})
-        orphans = orphan_vectors(store, fp); stats.removed = len(orphans)
-        vs.delete([f'{h}:{i}' for h, n in orphans.items() for i in range(n)])
-        with store.tx() as db: db.executemany("DELETE FROM embedded WHERE hash=? AND fingerprint=?", [(h, fp) for h in orphans])
+        orphans = orphan_vectors(store, fp); stats.removed = len(orphans) # dropped at the end: an edited document's old passages serve its new version
         pending = pending_hashes(store, fp, collection_names(store, collections))
         with progress_bar(len(pending), 'Embedding', progress, unit='chunk') as bar, closing(planned(store, embedder, pending, batch_docs)) as parts, \
              ThreadPoolExecutor(1) as writer: # a batch is written while the next one is embedded; leaving waits for it
-            written = None
+            written, recent = None, {}
             for part in parts:
                 texts = [c.embed_text for cs in part.values() for c in cs]
                 set_total(bar, expected_chunks(stats.documents + len(part), stats.chunks + len(texts), len(pending)))
-                vecs = embedder.embed_docs(texts, progress=_ticker(bar, started)) if texts else None
+                vecs, recent = _vectors(store, vs, embedder, fp, texts, recent, _ticker(bar, started), reuse) if texts else (None, {})
+                copied = len(texts) - (len(recent) if reuse else len(texts)); bar.update(copied); stats.reused += copied
                 if written: written.result() # in order, and a failed write stops the run
                 written = writer.submit(_write, store, vs, fp, part, vecs)
                 stats.documents += len(part); stats.chunks += len(texts)
             if written: written.result()
+        _drop(store, vs, fp, orphans)
     stats.seconds = time.time() - t0
     return stats
 
