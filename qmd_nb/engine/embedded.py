@@ -75,10 +75,12 @@ def known_vectors(store:Store, fingerprint:str, texts:list[str], # the texts abo
     "Stored vectors of these texts, where one exists."
     if not store.q("SELECT 1 FROM sqlite_master WHERE name='chunk_texts'"): return {} # nothing embedded since it came
     ids, keys = {}, list(dict.fromkeys(map(text_key, texts)))
+    mine = " AND hash IN (SELECT hash FROM documents)" if store.allowed is not None else '' # a view (a token's collections) copies only
+    # what its own documents hold: how fast its ingest embeds must not tell whether another collection holds a passage
     for k in range(0, len(keys), 900):
         part = keys[k:k+900]
         ids.update((f'{h}:{s}', key) for key, h, s in store.q(
-            f"SELECT key, hash, seq FROM chunk_texts WHERE fingerprint=? AND key IN ({','.join('?' * len(part))})", [fingerprint, *part]))
+            f"SELECT key, hash, seq FROM chunk_texts WHERE fingerprint=? AND key IN ({','.join('?' * len(part))}){mine}", [fingerprint, *part]))
     if not ids: return {}
     found, M, *_ = fetch(list(ids))
     return {ids[i]: M[r] for r, i in enumerate(found)}
