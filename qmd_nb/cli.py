@@ -227,6 +227,7 @@ def cmd_embed(a):
     s = embed(st, _embedder(st, a), force=a.force, collections=a.collection)
     if _fmt(a) == 'json': return _json({**s.__dict__, 'rate': round(s.rate, 1)})
     if not (s.documents or s.removed): return print("Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)")
+    if not s.documents: return print(f"Nothing new to embed; dropped the vectors of {s.removed} documents no longer indexed")
     pace = "the model read none of them" if s.reused >= s.chunks else f"{s.rate:.1f} chunks/s" if s.startup < 1 or not s.first_chunks else f"{s.startup:.1f} s of it before the first vectors (loading the model, cutting the first documents)" if s.first_chunks >= s.chunks - s.reused else \
            f"{s.rate:.1f} chunks/s once the first vectors came, {s.startup:.1f} s in: loading the model, cutting the first documents" # the model's start-up (its preparation, on first use) is not the pace
     copied = f", {s.reused} of them copied from passages embedded before" if s.reused else ''

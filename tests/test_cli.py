@@ -184,3 +184,6 @@ def test_embed_after_an_edit_reads_only_the_changed_passages(qmd, tmp_path):
     assert f"({first['chunks']} chunks, {first['chunks'] - 1} of them copied from passages embedded before)" in out and 'dropped the vectors of 1 documents' in out, out
     hit = qmd.json('vsearch', 'where do the nightly backups go', '--json', '-n', '1')[0]
     assert hit['file'] == 'g/guide.md' and 'restic' in hit['snippet'], hit
+    (root/'guide.md').unlink(); qmd('update')
+    assert qmd('embed').stdout.strip() == 'Nothing new to embed; dropped the vectors of 1 documents no longer indexed'
+    assert 'Vector index not found' in qmd('vsearch', 'where do the nightly backups go', ok=False).stderr # none left at all

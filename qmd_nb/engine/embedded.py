@@ -6,14 +6,14 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/embedded.html.md"""
 
 # %% ../../nbs/engine/09b_embedded.ipynb #a782aafd
 from __future__ import annotations
-import hashlib
+import hashlib, json
 import numpy as np
 from .store import Store
 from .chunk import Chunk
 
 # %% auto #0
 __all__ = ['pending_hashes', 'count_up', 'record_embedded', 'orphan_vectors', 'text_key', 'ensure_table', 'remember', 'forget',
-           'known_vectors', 'embed_new']
+           'dropping', 'drop_vectors', 'known_vectors', 'embed_new']
 
 # %% ../../nbs/engine/09b_embedded.ipynb #385db7b2
 def pending_hashes(store:Store, fingerprint:str, collections:list[str]|None=None) -> list[str]:
@@ -68,19 +68,38 @@ def forget(db, fingerprint:str, hashes:list[str]|None=None # contents whose vect
         part = hashes[k:k+900]
         db.execute(f"DELETE FROM chunk_texts WHERE fingerprint=? AND hash IN ({','.join('?' * len(part))})", [fingerprint, *part])
 
+# %% ../../nbs/engine/09b_embedded.ipynb #7f7195d0
+def dropping(store:Store, fp:str) -> dict:
+    "hash -> chunk count of vectors a run stopped while dropping (their rows are gone; the next run deletes them)."
+    r = store.q("SELECT value FROM kv WHERE key=?", (f'dropping:{fp}',))
+    return json.loads(r[0][0]) if r else {}
+
+def drop_vectors(store:Store, vs, # the `VectorStore` of `fp`
+                 fp:str, orphans:dict # hash -> chunk count of contents no document uses
+                ):
+    "Drop the vectors of contents no document uses: their rows and text records first, with a note of what goes, then the vectors."
+    if orphans:
+        with store.tx() as db: # in one go: a content that comes back is embedded again, never taken for embedded without vectors
+            forget(db, fp, list(orphans)); count_up(db, f'vectors:{fp}') # a new vector generation: saved matrices holding them are void
+            db.executemany("DELETE FROM embedded WHERE hash=? AND fingerprint=?", [(h, fp) for h in orphans])
+            db.execute("INSERT OR REPLACE INTO kv VALUES(?, ?)", (f'dropping:{fp}', json.dumps({**dropping(store, fp), **orphans})))
+    if gone := dropping(store, fp):
+        vs.delete([f'{h}:{i}' for h, n in gone.items() for i in range(n)])
+        with store.tx() as db: db.execute("DELETE FROM kv WHERE key=?", (f'dropping:{fp}',))
+
 # %% ../../nbs/engine/09b_embedded.ipynb #9af00c81
 def known_vectors(store:Store, fingerprint:str, texts:list[str], # the texts about to be embedded
                   fetch # fetch(ids) -> (ids found, their vectors, ...), as `VectorStore.vectors`
                  ) -> dict[bytes, np.ndarray]:
     "Stored vectors of these texts, where one exists."
+    if store.allowed is not None: return {} # a view (a token's collections): how fast its ingest embeds must not tell whether
+    # another collection holds a passage (the record keeps one holder per text, so a view cannot ask for its own alone)
     if not store.q("SELECT 1 FROM sqlite_master WHERE name='chunk_texts'"): return {} # nothing embedded since it came
     ids, keys = {}, list(dict.fromkeys(map(text_key, texts)))
-    mine = " AND hash IN (SELECT hash FROM documents)" if store.allowed is not None else '' # a view (a token's collections) copies only
-    # what its own documents hold: how fast its ingest embeds must not tell whether another collection holds a passage
     for k in range(0, len(keys), 900):
         part = keys[k:k+900]
         ids.update((f'{h}:{s}', key) for key, h, s in store.q(
-            f"SELECT key, hash, seq FROM chunk_texts WHERE fingerprint=? AND key IN ({','.join('?' * len(part))}){mine}", [fingerprint, *part]))
+            f"SELECT key, hash, seq FROM chunk_texts WHERE fingerprint=? AND key IN ({','.join('?' * len(part))})", [fingerprint, *part]))
     if not ids: return {}
     found, M, *_ = fetch(list(ids))
     return {ids[i]: M[r] for r, i in enumerate(found)}
@@ -94,5 +113,7 @@ def embed_new(embed_docs, # embed_docs(texts, progress=...) -> unit rows (`Embed
     keys, new = [text_key(t) for t in texts], {}
     for i, k in enumerate(keys):
         if k not in known and k not in new: new[k] = texts[i]
-    fresh = dict(zip(new, embed_docs(list(new.values()), progress=progress))) if new else {}
+    out = embed_docs(list(new.values()), progress=progress) if new else None
+    fresh = dict(zip(new, out)) if new else {}
+    if len(new) == len(texts): return out, fresh # nothing known, nothing repeated: the model's rows as they are (no copy)
     return np.stack([fresh[k] if k in fresh else known[k] for k in keys]).astype(np.float32), fresh

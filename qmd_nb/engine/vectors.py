@@ -17,7 +17,7 @@ from .errors import QmdError, DiskFull, storage_error, disk_full, no_room
 from .chunk import chunk_lines, Chunk, wordpiece_counter, word_counter
 from .store import Store, generation
 from .catalog import doc_bodies
-from .embedded import pending_hashes, record_embedded, orphan_vectors, count_up, forget, known_vectors, embed_new
+from .embedded import pending_hashes, record_embedded, orphan_vectors, count_up, forget, known_vectors, embed_new, dropping, drop_vectors
 from .progress import progress_bar, set_total
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
@@ -110,13 +110,6 @@ def _write(store:Store, vs, fp:str, part:dict, vecs):
     if vecs is not None: vs.add_many(part, vecs)
     record_embedded(store, fp, {h: len(cs) for h, cs in part.items()}, part)
 
-def _drop(store:Store, vs, fp:str, orphans:dict # hash -> chunk count of contents no document uses
-         ):
-    "Drop the vectors of contents no document uses: the records of their texts first, then the vectors, then their rows."
-    if not orphans: return
-    with store.tx() as db: forget(db, fp, list(orphans))
-    vs.delete([f'{h}:{i}' for h, n in orphans.items() for i in range(n)])
-    with store.tx() as db: db.executemany("DELETE FROM embedded WHERE hash=? AND fingerprint=?", [(h, fp) for h in orphans])
 
 def _vectors(store, vs, embedder, fp:str, texts:list[str], recent:dict, tick, reuse:bool):
     "A batch's vectors, texts embedded before copied (from the store, or from the batch before, perhaps still being written)."
@@ -146,9 +139,10 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
     def started(done):
         if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
-    if not force and not orphan_vectors(store, fp) and not pending_hashes(store, fp, collection_names(store, collections)): return stats # nothing to do: Chroma (2 s to import) stays closed
+    if not (force or orphan_vectors(store, fp) or dropping(store, fp) or pending_hashes(store, fp, collection_names(store, collections))): return stats # nothing
+    # to do: Chroma (2 s to import) stays closed
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
-        vs = VectorStore(store, fp, env)
+        vs = VectorStore(store, fp, env); drop_vectors(store, vs, fp, {}) # what a stopped run left to delete, before anything comes back
         if force:
             with store.tx() as db: db.execute("DELETE FROM embedded WHERE fingerprint=?", (fp,)); forget(db, fp); count_up(db, f'vector-epoch:{fp}') # saved matrices are void
             vs.col.delete(where={'seq': {'$gte': 0}})
@@ -166,7 +160,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
                 written = writer.submit(_write, store, vs, fp, part, vecs)
                 stats.documents += len(part); stats.chunks += len(texts)
             if written: written.result()
-        _drop(store, vs, fp, orphans)
+        drop_vectors(store, vs, fp, orphans)
     stats.seconds = time.time() - t0
     return stats
 
