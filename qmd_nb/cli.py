@@ -10,8 +10,8 @@ import json, os, sys
 
 # %% auto #0
 __all__ = ['FILTER_FLAGS', 'cmd_collection', 'cmd_context', 'cmd_update', 'cmd_watch', 'cmd_search', 'cmd_get', 'cmd_multi_get',
-           'cmd_status', 'cmd_eval', 'cmd_embed', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve', 'cmd_mcp_config',
-           'cmd_ingest', 'cmd_source', 'cmd_token']
+           'cmd_status', 'cmd_eval', 'cmd_embed', 'embed_summary', 'cmd_vsearch', 'cmd_query', 'cmd_mcp', 'cmd_serve',
+           'cmd_mcp_config', 'cmd_ingest', 'cmd_source', 'cmd_token']
 
 # %% ../nbs/90_cli.ipynb #c08af8be
 def _store(a):
@@ -226,13 +226,17 @@ def cmd_embed(a):
     if _hint(st): return 0
     s = embed(st, _embedder(st, a), force=a.force, collections=a.collection)
     if _fmt(a) == 'json': return _json({**s.__dict__, 'rate': round(s.rate, 1)})
-    if not (s.documents or s.removed): return print("Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)")
-    if not s.documents: return print(f"Nothing new to embed; dropped the vectors of {s.removed} documents no longer indexed")
-    pace = "the model read none of them" if s.reused >= s.chunks else f"{s.rate:.1f} chunks/s" if s.startup < 1 or not s.first_chunks else f"{s.startup:.1f} s of it before the first vectors (loading the model, cutting the first documents)" if s.first_chunks >= s.chunks - s.reused else \
-           f"{s.rate:.1f} chunks/s once the first vectors came, {s.startup:.1f} s in: loading the model, cutting the first documents" # the model's start-up (its preparation, on first use) is not the pace
-    copied = f", {s.reused} of them copied from passages embedded before" if s.reused else ''
-    print(f"Embedded {s.documents} documents ({s.chunks} chunks{copied}) in {s.seconds:.1f} s ({pace})"
-          + (f"; dropped the vectors of {s.removed} documents no longer indexed" if s.removed else ''))
+    print(embed_summary(s))
+
+def embed_summary(s) -> str:
+    "What `qmd-nb embed` did (an `EmbedStats`), in a line."
+    dropped = f"dropped the vectors of {s.removed} documents no longer indexed"
+    if not s.documents: return f"Nothing new to embed; {dropped}" if s.removed else "Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)"
+    if s.reused: what, pace = f"{s.chunks} chunks: the model read {s.chunks - s.reused}, the others repeat passages embedded before", '' # a pace would be Chroma's
+    elif s.startup < 1 or not s.first_chunks: what, pace = f"{s.chunks} chunks", f" ({s.rate:.1f} chunks/s)"
+    elif s.first_chunks >= s.chunks: what, pace = f"{s.chunks} chunks", f" ({s.startup:.1f} s of it before the first vectors: loading the model, cutting the first documents)"
+    else: what, pace = f"{s.chunks} chunks", f" ({s.rate:.1f} chunks/s once the first vectors came, {s.startup:.1f} s in: loading the model, cutting the first documents)"
+    return f"Embedded {s.documents} documents ({what}) in {s.seconds:.1f} s{pace}" + (f"; {dropped}" if s.removed else '')
 
 def cmd_vsearch(a):
     "vsearch"

@@ -181,7 +181,7 @@ def test_embed_after_an_edit_reads_only_the_changed_passages(qmd, tmp_path):
     assert first['chunks'] >= 3 and first['reused'] == 0
     (root/'guide.md').write_text(text.replace('Raise the cache size', 'Double the cache size', 1), encoding='utf-8'); qmd('update')
     out = qmd('embed').stdout
-    assert f"({first['chunks']} chunks, {first['chunks'] - 1} of them copied from passages embedded before)" in out and 'dropped the vectors of 1 documents' in out, out
+    assert f"({first['chunks']} chunks: the model read 1, the others repeat passages embedded before)" in out and 'dropped the vectors of 1 documents' in out, out
     hit = qmd.json('vsearch', 'where do the nightly backups go', '--json', '-n', '1')[0]
     assert hit['file'] == 'g/guide.md' and 'restic' in hit['snippet'], hit
     (root/'guide.md').unlink(); qmd('update')

@@ -16,13 +16,17 @@ __all__ = ['pending_hashes', 'count_up', 'record_embedded', 'orphan_vectors', 't
            'dropping', 'drop_vectors', 'known_vectors', 'embed_new']
 
 # %% ../../nbs/engine/09b_embedded.ipynb #385db7b2
-def pending_hashes(store:Store, fingerprint:str, collections:list[str]|None=None) -> list[str]:
+def pending_hashes(store:Store, fingerprint:str, # the embedder's (`Embedder.fingerprint`)
+                   collections:list[str]|None=None # only these collections' documents (default: all)
+                  ) -> list[str]:
     "Content hashes of (the collections') documents that have no vectors for `fingerprint`."
     where, args = ("AND d.collection IN (%s)" % ','.join('?' * len(collections)), collections) if collections else ('', [])
     return [r[0] for r in store.q(f"""SELECT DISTINCT d.hash FROM documents d WHERE NOT EXISTS
         (SELECT 1 FROM embedded e WHERE e.hash = d.hash AND e.fingerprint = ?) {where} ORDER BY d.hash""", [fingerprint, *args])]
 
-def count_up(db, key:str): db.execute("INSERT INTO kv VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1", (key,))
+def count_up(db, key:str):
+    "Add one to a counter of the `kv` table, in an open transaction."
+    db.execute("INSERT INTO kv VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1", (key,))
 
 def record_embedded(store:Store, fingerprint:str, counts:dict, # content hash -> its chunk count
                     chunks:dict|None=None # content hash -> its chunks, to remember which vector holds each text (`remember`)
@@ -36,7 +40,8 @@ def record_embedded(store:Store, fingerprint:str, counts:dict, # content hash ->
         if chunks: remember(db, fingerprint, chunks)
         count_up(db, f'vectors:{fingerprint}')
 
-def orphan_vectors(store:Store, fingerprint:str) -> dict:
+def orphan_vectors(store:Store, fingerprint:str # the embedder's
+                  ) -> dict:
     "hash -> chunk count of embedded contents no document uses any more."
     return dict(store.q("SELECT hash, chunks FROM embedded WHERE fingerprint=? AND hash NOT IN (SELECT DISTINCT hash FROM documents)", (fingerprint,)))
 
@@ -46,17 +51,18 @@ def text_key(text:str # what the embedder reads (`Chunk.embed_text`)
     "A 16-byte digest of a chunk's text: equal texts, equal vectors."
     return hashlib.blake2b(text.encode('utf-8', 'surrogatepass'), digest_size=16).digest()
 
-def ensure_table(db):
-    "Create the record in an open transaction (indexes made before it have none)."
+def ensure_table(db # a connection in a write transaction
+                ):
+    "Create the record (indexes made before it have none)."
     db.execute("""CREATE TABLE IF NOT EXISTS chunk_texts(fingerprint TEXT NOT NULL, key BLOB NOT NULL, hash TEXT NOT NULL,
-                  seq INTEGER NOT NULL, PRIMARY KEY(fingerprint, key)) WITHOUT ROWID""")
+                  seq INTEGER NOT NULL, PRIMARY KEY(fingerprint, key, hash, seq)) WITHOUT ROWID""")
     db.execute("CREATE INDEX IF NOT EXISTS chunk_texts_hash ON chunk_texts(hash)")
 
 def remember(db, fingerprint:str, part:dict # content hash -> its chunks, whose vectors were just stored
             ):
-    "Record which stored vector holds each chunk text of these contents (in the transaction that records them as embedded)."
+    "Record which stored vectors hold each chunk text of these contents (in the transaction that records them as embedded)."
     ensure_table(db)
-    db.executemany("INSERT OR REPLACE INTO chunk_texts VALUES(?,?,?,?)",
+    db.executemany("INSERT OR IGNORE INTO chunk_texts VALUES(?,?,?,?)",
                    [(fingerprint, text_key(c.embed_text), h, c.seq) for h, cs in part.items() for c in cs])
 
 def forget(db, fingerprint:str, hashes:list[str]|None=None # contents whose vectors go; None: all of the fingerprint
@@ -69,15 +75,16 @@ def forget(db, fingerprint:str, hashes:list[str]|None=None # contents whose vect
         db.execute(f"DELETE FROM chunk_texts WHERE fingerprint=? AND hash IN ({','.join('?' * len(part))})", [fingerprint, *part])
 
 # %% ../../nbs/engine/09b_embedded.ipynb #7f7195d0
-def dropping(store:Store, fp:str) -> dict:
+def dropping(store:Store, fp:str # the embedder's fingerprint
+            ) -> dict:
     "hash -> chunk count of vectors a run stopped while dropping (their rows are gone; the next run deletes them)."
     r = store.q("SELECT value FROM kv WHERE key=?", (f'dropping:{fp}',))
     return json.loads(r[0][0]) if r else {}
 
 def drop_vectors(store:Store, vs, # the `VectorStore` of `fp`
                  fp:str, orphans:dict # hash -> chunk count of contents no document uses
-                ):
-    "Drop the vectors of contents no document uses: their rows and text records first, with a note of what goes, then the vectors."
+                ) -> int:
+    "Drop the vectors of contents no document uses (rows and text records first, with a note of what goes); how many contents' vectors went."
     if orphans:
         with store.tx() as db: # in one go: a content that comes back is embedded again, never taken for embedded without vectors
             forget(db, fp, list(orphans)); count_up(db, f'vectors:{fp}') # a new vector generation: saved matrices holding them are void
@@ -85,7 +92,9 @@ def drop_vectors(store:Store, vs, # the `VectorStore` of `fp`
             db.execute("INSERT OR REPLACE INTO kv VALUES(?, ?)", (f'dropping:{fp}', json.dumps({**dropping(store, fp), **orphans})))
     if gone := dropping(store, fp):
         vs.delete([f'{h}:{i}' for h, n in gone.items() for i in range(n)])
-        with store.tx() as db: db.execute("DELETE FROM kv WHERE key=?", (f'dropping:{fp}',))
+        with store.tx() as db: db.execute("DELETE FROM kv WHERE key=?", (f'dropping:{fp}',)); count_up(db, f'vectors:{fp}') # and again: a
+        # matrix saved since the rows went (by a search meanwhile) holds the vectors just deleted
+    return len(gone)
 
 # %% ../../nbs/engine/09b_embedded.ipynb #9af00c81
 def known_vectors(store:Store, fingerprint:str, texts:list[str], # the texts about to be embedded
@@ -93,13 +102,13 @@ def known_vectors(store:Store, fingerprint:str, texts:list[str], # the texts abo
                  ) -> dict[bytes, np.ndarray]:
     "Stored vectors of these texts, where one exists."
     if store.allowed is not None: return {} # a view (a token's collections): how fast its ingest embeds must not tell whether
-    # another collection holds a passage (the record keeps one holder per text, so a view cannot ask for its own alone)
+    # another collection holds a passage
     if not store.q("SELECT 1 FROM sqlite_master WHERE name='chunk_texts'"): return {} # nothing embedded since it came
     ids, keys = {}, list(dict.fromkeys(map(text_key, texts)))
     for k in range(0, len(keys), 900):
         part = keys[k:k+900]
         ids.update((f'{h}:{s}', key) for key, h, s in store.q(
-            f"SELECT key, hash, seq FROM chunk_texts WHERE fingerprint=? AND key IN ({','.join('?' * len(part))})", [fingerprint, *part]))
+            f"SELECT key, hash, MIN(seq) FROM chunk_texts WHERE fingerprint=? AND key IN ({','.join('?' * len(part))}) GROUP BY key", [fingerprint, *part]))
     if not ids: return {}
     found, M, *_ = fetch(list(ids))
     return {ids[i]: M[r] for r, i in enumerate(found)}

@@ -111,6 +111,10 @@ def _write(store:Store, vs, fp:str, part:dict, vecs):
     record_embedded(store, fp, {h: len(cs) for h, cs in part.items()}, part)
 
 
+def _due(store:Store, fp:str, pending:list) -> dict:
+    "Contents whose vectors a run with these pending contents drops: none while others wait (an edit elsewhere may reuse them)."
+    return {} if set(pending_hashes(store, fp)) - set(pending) else orphan_vectors(store, fp)
+
 def _vectors(store, vs, embedder, fp:str, texts:list[str], recent:dict, tick, reuse:bool):
     "A batch's vectors, texts embedded before copied (from the store, or from the batch before, perhaps still being written)."
     if not reuse: return embedder.embed_docs(texts, progress=tick), {}
@@ -139,15 +143,16 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
     def started(done):
         if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
-    if not (force or orphan_vectors(store, fp) or dropping(store, fp) or pending_hashes(store, fp, collection_names(store, collections))): return stats # nothing
+    names = collection_names(store, collections)
+    if not (force or dropping(store, fp) or (pending := pending_hashes(store, fp, names)) or _due(store, fp, pending)): return stats # nothing
     # to do: Chroma (2 s to import) stays closed
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
-        vs = VectorStore(store, fp, env); drop_vectors(store, vs, fp, {}) # what a stopped run left to delete, before anything comes back
+        vs = VectorStore(store, fp, env); stats.removed = drop_vectors(store, vs, fp, {}) # what a stopped run left, before anything comes back
         if force:
             with store.tx() as db: db.execute("DELETE FROM embedded WHERE fingerprint=?", (fp,)); forget(db, fp); count_up(db, f'vector-epoch:{fp}') # saved matrices are void
             vs.col.delete(where={'seq': {'$gte': 0}})
-        orphans = orphan_vectors(store, fp); stats.removed = len(orphans) # dropped at the end: an edited document's old passages serve its new version
-        pending = pending_hashes(store, fp, collection_names(store, collections))
+        pending = pending_hashes(store, fp, names)
+        orphans = _due(store, fp, pending) # dropped at the end: an edited document's old passages serve its new version
         with progress_bar(len(pending), 'Embedding', progress, unit='chunk') as bar, closing(planned(store, embedder, pending, batch_docs)) as parts, \
              ThreadPoolExecutor(1) as writer: # a batch is written while the next one is embedded; leaving waits for it
             written, recent = None, {}
@@ -155,12 +160,12 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
                 texts = [c.embed_text for cs in part.values() for c in cs]
                 set_total(bar, expected_chunks(stats.documents + len(part), stats.chunks + len(texts), len(pending)))
                 vecs, recent = _vectors(store, vs, embedder, fp, texts, recent, _ticker(bar, started), reuse) if texts else (None, {})
-                copied = len(texts) - (len(recent) if reuse else len(texts)); bar.update(copied); stats.reused += copied
+                copied = len(texts) - len(recent) if reuse else 0; bar.update(copied); stats.reused += copied
                 if written: written.result() # in order, and a failed write stops the run
                 written = writer.submit(_write, store, vs, fp, part, vecs)
                 stats.documents += len(part); stats.chunks += len(texts)
             if written: written.result()
-        drop_vectors(store, vs, fp, orphans)
+        stats.removed += drop_vectors(store, vs, fp, orphans)
     stats.seconds = time.time() - t0
     return stats
 
