@@ -24,9 +24,9 @@ from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_
 from .chroma import VectorStore, space_name, vector_generation, vector_epoch, chroma_url, save_matrix, load_matrix, prune_matrices
 
 # %% auto #0
-__all__ = ['EXACT_MAX', 'DELTA_MAX', 'SMALL_SHARE', 'OVERFETCH', 'RECENT', 'VectorIndexMissing', 'EmbedStats', 'token_counter',
-           'chunk_content', 'planned', 'expected_chunks', 'embed', 'similarities', 'ExactIndex', 'exact_index',
-           'subset_index', 'recent_index', 'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
+__all__ = ['ORPHANS_KEPT', 'EXACT_MAX', 'DELTA_MAX', 'SMALL_SHARE', 'OVERFETCH', 'RECENT', 'VectorIndexMissing', 'EmbedStats',
+           'token_counter', 'chunk_content', 'planned', 'expected_chunks', 'embed', 'similarities', 'ExactIndex',
+           'exact_index', 'subset_index', 'recent_index', 'vector_chunks', 'has_vectors', 'vector_hits', 'vsearch']
 
 # %% ../../nbs/engine/10_vectors.ipynb #940e0778
 class VectorIndexMissing(QmdError):
@@ -111,9 +111,12 @@ def _write(store:Store, vs, fp:str, part:dict, vecs):
     record_embedded(store, fp, {h: len(cs) for h, cs in part.items()}, part)
 
 
+ORPHANS_KEPT = 1000 # contents no document uses whose vectors a run limited to some collections keeps while others wait
+
 def _due(store:Store, fp:str, pending:list) -> dict:
-    "Contents whose vectors a run with these pending contents drops: none while others wait (an edit elsewhere may reuse them)."
-    return {} if set(pending_hashes(store, fp)) - set(pending) else orphan_vectors(store, fp)
+    "What a run with these pending contents drops: all that no document uses, unless others wait (their edits may reuse it) and it is not much."
+    orphans = orphan_vectors(store, fp)
+    return {} if len(orphans) <= ORPHANS_KEPT and set(pending_hashes(store, fp)) - set(pending) else orphans
 
 def _vectors(store, vs, embedder, fp:str, texts:list[str], recent:dict, tick, reuse:bool):
     "A batch's vectors, texts embedded before copied (from the store, or from the batch before, perhaps still being written)."
