@@ -332,8 +332,8 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
     total = vs.count()
     if total <= EXACT_MAX:
         ex = exact_index(store, vs)
-        mask = _names_mask(store, vs, ex, names) if names else None
-        if hashes is not None:
+        mask = _names_mask(store, vs, ex, names or sorted(store.config.collections) or None) # contents no document uses (an edit's old
+        if hashes is not None: # version, until `embed` drops it) take no place
             hm = np.isin(ex.hashes, list(hashes))
             mask = hm if mask is None else mask & hm
         return ex.best(qv, n + 10, mask) # one best chunk per content; a few spare for contents outside the filter
