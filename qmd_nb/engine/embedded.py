@@ -1,4 +1,4 @@
-"""Which contents have vectors, and which stored vector holds each chunk text: `embed` runs the model on new text only.
+"""Which contents have vectors and which vector holds each chunk text: the model reads new text only.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/embedded.html.md"""
 
