@@ -151,7 +151,8 @@ def chunk_count(store:Store, text:str, start:int, title:str, hash:str,
                 sample:int=65536 # characters cut exactly; a longer text's count is extrapolated from them
                ) -> int:
     "Chunks of a content: as embedded if it was, else as the embedder would cut it (an estimate past `sample` characters)."
-    if r := store.q("SELECT chunks FROM embedded WHERE hash=? LIMIT 1", (hash,)): return r[0][0]
+    if store.allowed is None and (r := store.q("SELECT chunks FROM embedded WHERE hash=? LIMIT 1", (hash,))): return r[0][0] # a view (a
+    # token's collections) counts for itself: whether another collection embedded the same text must not show in its answers
     from qmd_nb.engine.chunk import chunk_lines
     from qmd_nb.engine.embed import chunk_params
     lines, n = text.split('\n'), 0
