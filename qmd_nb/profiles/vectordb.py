@@ -116,14 +116,16 @@ def _ingest(engine, source:str, library, metadata, read=None) -> Ingested:
     library = check_name(_str('library', library), 'library')
     if metadata is not None and not isinstance(metadata, dict): raise UsageError(f"metadata must be an object or null (got {_got(metadata)})")
     r = ingest(engine.store, source, library, metadata, allow_private=getattr(engine, 'allow_private_urls', False), read=read)
-    s = embed(engine.store, engine.embedder, collections=[library], progress=False) # a vector store: the new document is found by meaning at once
-    if engine.store.allowed is not None and r.status != 'skipped' and not s.documents: _read_anyway(engine, r.doc_id)
+    d = find_uuid(engine.store, r.doc_id) if engine.store.allowed is not None and r.status != 'skipped' else None # a limited token's new text
+    had = d is not None and has_vectors(engine.store, engine.embedder.fingerprint, d.hash) # ... that had vectors already (another collection's copy)
+    embed(engine.store, engine.embedder, collections=[library], progress=False) # a vector store: the new document is found by meaning at once
+    if had: _read_anyway(engine, d)
     return Ingested(r.status, r.doc_id, r.source, r.library, r.chunk_count)
 
-def _read_anyway(engine, doc_id:str):
-    "Run the model over a document a limited token ingested whose text had vectors already (another collection's copy), discarding them."
-    from qmd_nb.engine.vectors import chunk_content # the ingest takes as long as if no other collection held that text: its time tells nothing
-    d = find_uuid(engine.store, doc_id); text, start = doc_body(engine.store, d.hash)
+def _read_anyway(engine, d:DocRow):
+    "Run the model over a document's text, discarding the vectors: a limited token's ingest takes as long whether or not another collection held it."
+    from qmd_nb.engine.vectors import chunk_content
+    text, start = doc_body(engine.store, d.hash)
     engine.embedder.embed_docs([c.embed_text for c in chunk_content(text, start, d.title, engine.embedder)])
 
 @contract
