@@ -116,7 +116,8 @@ ORPHANS_KEPT = 1000 # contents no document uses whose vectors a run limited to s
 def _due(store:Store, fp:str, pending:list) -> dict:
     "What a run with these pending contents drops: all that no document uses, unless others wait (their edits may reuse it) and it is not much."
     orphans = orphan_vectors(store, fp)
-    return {} if len(orphans) <= ORPHANS_KEPT and set(pending_hashes(store, fp)) - set(pending) else orphans
+    if not orphans or len(orphans) > ORPHANS_KEPT: return orphans # nothing to weigh: the watcher's embed after each batch reads no more
+    return {} if set(pending_hashes(store, fp)) - set(pending) else orphans
 
 def _vectors(store, vs, embedder, fp:str, texts:list[str], recent:dict, tick, reuse:bool):
     "A batch's vectors, texts embedded before copied (from the store, or from the batch before, perhaps still being written)."
