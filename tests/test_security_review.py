@@ -39,6 +39,9 @@ A third review (resource use by limited tokens):
 22. A client that stopped reading a reply held it (and its connection) forever; no client was limited in requests at once,
     so one token's event streams took every socket and its queries every worker thread.
 23. The ldims log wrote C1 control characters of a client's query raw to the owner's terminal.
+A fourth review (what one local user can deny another):
+
+24. 20 `/authorize` calls of another local user's client pushed the owner's waiting consent request out (the oldest went).
 The counts of probes and leaks are printed."""
 import json, os, re, shutil, subprocess, tempfile, time, hashlib, base64, secrets, concurrent.futures as cf
 from pathlib import Path
@@ -590,4 +593,30 @@ def test_client_words_reach_the_log_without_control_characters(world):
     raw_log = w['logs']['qmd'].read_bytes()
     t.check('the call was logged', b'PWNED' in raw_log, True)
     t.check('no raw C1 or ESC', [c for c in (b'\xc2\x9b', b'\xc2\x9c', b'\xc2\x9d', b'\x1b') if c in raw_log], [])
+    t.done()
+
+# 24 ---------------------------------------------------------------------------------------------------------------------
+def test_a_flood_of_consent_requests_keeps_the_owners(world):
+    "Finding 24: another user's client floods /authorize (25 calls, under the rate limit); the owner's waiting request still takes its code."
+    w, t = world, Tally("24. consent requests")
+    p, port, log = _serve(w['qmd'], '--tools', 'qmd') # a server of its own: the flood spends this one's rate limit only
+    cb, verifier = 'http://127.0.0.1:9/cb', secrets.token_urlsafe(48)
+    ch = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip('=')
+    try:
+        with httpx.Client(base_url=f'http://127.0.0.1:{port}') as c:
+            cid = c.post('/register', json={'client_name': 'owner', 'redirect_uris': [cb], 'token_endpoint_auth_method': 'none'}).json()['client_id']
+            r = c.get('/authorize', params=dict(response_type='code', client_id=cid, redirect_uri=cb, state='s', code_challenge=ch, code_challenge_method='S256', scope='read'))
+            rid, code = r.headers['location'].split('request=')[1], re.findall(r'enter (\S+) on the page', log.read_text(encoding='utf-8'))[-1]
+            reg = attack(w, [dict(kind='http', port=port, method='POST', path='/register', body={'client_name': 'evil', 'redirect_uris': [cb], 'token_endpoint_auth_method': 'none'})])[0]
+            q = (f"/authorize?response_type=code&client_id={json.loads(reg['body'])['client_id']}&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcb&state=s"
+                 f"&code_challenge={'A' * 43}&code_challenge_method=S256&scope=read")
+            flood = attack(w, [dict(kind='http', port=port, method='GET', path=q) for _ in range(25)])
+            t.check('the flood is served', sum('request=' in r['headers'].get('location', '') for r in flood), 25, str(flood[-1])[:300])
+            r = c.post('/oauth/consent', data={'request': rid, 'secret': code, 'scope': 'read', 'action': 'approve'})
+            t.check('the owner approves after it', r.status_code, 303, r.text)
+            if r.status_code == 303:
+                tok = c.post('/token', data=dict(grant_type='authorization_code', code=httpx.URL(r.headers['location']).params['code'], redirect_uri=cb,
+                                                 client_id=cid, code_verifier=verifier)).json()
+                t.check('and gets a token', 'access_token' in tok, True, str(tok))
+    finally: p.terminate(); p.wait(30)
     t.done()

@@ -7,6 +7,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/oauth.html.md"""
 # %% ../../nbs/serve/21c_oauth.ipynb #024a25b3
 from __future__ import annotations
 import hmac, html, json, math, re, secrets, sys, time
+from collections import Counter
 from urllib.parse import urlsplit
 from ..engine.config import check_name
 from ..engine.errors import QmdError, UsageError, Forbidden
@@ -16,14 +17,15 @@ from .gate import sse_twin
 
 # %% auto #0
 __all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS', 'MAX_TRIES', 'MAX_PENDING', 'MAX_FAILURES',
-           'FAILURE_WINDOW', 'MAX_CLIENT_METADATA', 'CODE_ALPHABET', 'RATE_LIMITS', 'scope_list', 'top_scope',
-           'printable', 'TooManyTries', 'approval_code', 'OAuthServer', 'consent_html', 'consent_routes',
+           'FAILURE_WINDOW', 'PENDING_PER_CLIENT', 'MAX_CLIENT_METADATA', 'CODE_ALPHABET', 'RATE_LIMITS', 'scope_list',
+           'top_scope', 'printable', 'TooManyTries', 'approval_code', 'OAuthServer', 'consent_html', 'consent_routes',
            'resource_metadata_url', 'token_route', 'oauth_routes']
 
 # %% ../../nbs/serve/21c_oauth.ipynb #a90b5ef5
 ACCESS_TTL, REFRESH_TTL, CODE_TTL, CONSENT_TTL = 3600, 30 * 86400, 300, 600 # seconds
 MAX_CLIENTS, MAX_TRIES = 100, 5
-MAX_PENDING, MAX_FAILURES, FAILURE_WINDOW = 20, 10, 600 # consent requests kept; wrong approvals (all requests) per window of seconds
+MAX_PENDING, MAX_FAILURES, FAILURE_WINDOW = 50, 10, 600 # consent requests kept; wrong approvals (all requests) per window of seconds
+PENDING_PER_CLIENT = 3 # consent requests one client may have waiting (its oldest goes first)
 MAX_CLIENT_METADATA = 8192 # bytes of one client's registration (its name, URIs...), as stored
 CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789' # no I, O, 0, 1: easy to read off a terminal
 
@@ -66,14 +68,24 @@ class _Consent:
         from mcp.server.auth.provider import AuthorizeError
         if params.resource and params.resource.rstrip('/') not in self.resources: # only our own URLs, compared whole
             raise AuthorizeError('invalid_target', f"This server issues tokens for {' and '.join(self.resources)} only")
-        self._prune()
-        while len(self.pending) >= MAX_PENDING: del self.pending[next(iter(self.pending))] # the oldest goes: a flood of requests cannot pile up
+        self._prune(); self._make_room(client.client_id)
         rid, code = secrets.token_urlsafe(32), approval_code()
         self.pending[rid] = dict(client=client, params=params, code=token_hash(_code_form(code)), until=time.time() + CONSENT_TTL, tries=0)
         to = urlsplit(str(params.redirect_uri)).netloc
         self.announce(f"OAuth: '{printable(client.client_name or client.client_id)}' asks for access ({printable(' '.join(params.scopes or []) or 'no scope named')}; "
                       f"it will receive the answer at {printable(to)}). To approve, enter {code} on the page the browser opened (valid 10 minutes).")
         return f"{self.issuer}/oauth/consent?request={rid}"
+
+    def _make_room(self, client_id:str):
+        "Room for one more request of `client_id`: its own oldest goes past `PENDING_PER_CLIENT`, then one of the client with most waiting; never a client's only one."
+        from mcp.server.auth.provider import AuthorizeError
+        mine = [k for k, v in self.pending.items() if v['client'].client_id == client_id]
+        if len(mine) >= PENDING_PER_CLIENT: del self.pending[mine[0]] # a flood from one client replaces its own requests, no one else's
+        if len(self.pending) < MAX_PENDING: return
+        cid, n = Counter(v['client'].client_id for v in self.pending.values()).most_common(1)[0]
+        if n < 2: raise AuthorizeError('temporarily_unavailable', f"{len(self.pending)} authorization requests from as many clients are waiting for "
+                                       f"the owner: try again when one is answered or expires (within {CONSENT_TTL // 60} minutes)")
+        del self.pending[next(k for k, v in self.pending.items() if v['client'].client_id == cid)]
 
     def _approver(self, req:dict, secret:str) -> Principal:
         "Who approves: the one-time code (the owner, at the server's terminal) or an admin token; Forbidden otherwise."
@@ -231,6 +243,10 @@ class OAuthServer(_Consent, _Grants):
             for k in [k for k, v in d.items() if v[key] < now]: del d[k]
         self.failures = [t for t in self.failures if t > now - FAILURE_WINDOW]
 
+    def _waiting(self) -> set:
+        "Clients with a consent request or an unused code here: a flood of registrations does not push them out before they get their tokens."
+        return {v['client'].client_id for v in self.pending.values()} | {v['ac'].client_id for v in self.codes.values()}
+
     async def get_client(self, client_id:str):
         from mcp.shared.auth import OAuthClientInformationFull
         d = self.tokens.data().get('clients', {}).get(client_id)
@@ -244,7 +260,7 @@ class OAuthServer(_Consent, _Grants):
         if (n := len(json.dumps(meta))) > MAX_CLIENT_METADATA: # kept in tokens.json, which every server re-reads when it changes
             raise RegistrationError('invalid_client_metadata', f"Client metadata too large ({n} bytes; the limit is {MAX_CLIENT_METADATA})")
         def add(d):
-            cl, used = d.setdefault('clients', {}), {t.get('client_id') for t in d.get('tokens', [])}
+            cl, used = d.setdefault('clients', {}), {t.get('client_id') for t in d.get('tokens', [])} | self._waiting()
             for cid in sorted((c for c in cl if c not in used), key=lambda c: cl[c].get('client_id_issued_at', 0))[:max(0, len(cl) - MAX_CLIENTS + 1)]: del cl[cid]
             cl[info.client_id] = meta
         self.tokens.update(add)
