@@ -275,8 +275,8 @@ def _allowed_cached(store, vs, names:list[str]|None) -> dict:
                    dict(store.q("SELECT hash, chunks FROM embedded WHERE fingerprint=?", (vs.fingerprint,))))
 
 def _filtered_chunks(store, vs, names) -> int:
-    "How many stored chunks belong to the named collections."
-    return sum(_allowed_cached(store, vs, names).values())
+    "How many stored chunks belong to the named collections (every document's, when `names` is None), counted once per catalog or vector change."
+    return _cached(store, vs, 'vchunks', names, lambda: sum(_allowed_cached(store, vs, names).values()))
 
 def _subset(store, vs, names) -> tuple[ExactIndex, np.ndarray|None, ExactIndex|None]:
     "Exact index of the named collections' chunks, the mask of their contents in it (None: all), and the contents it lacks, once per catalog or vector change."
@@ -290,12 +290,12 @@ def _subset(store, vs, names) -> tuple[ExactIndex, np.ndarray|None, ExactIndex|N
 def _names_mask(store, vs, ex, names):
     return _cached(store, vs, 'vmask', names, lambda: np.isin(ex.hashes, list(_allowed_cached(store, vs, names))))
 
-def _hnsw_filtered(store, vs, qv, k, allowed:dict, total:int) -> list[tuple]:
-    "Nearest chunks among `allowed` (hash -> chunk count) from a big store: over-fetch when they are many, else exact."
-    mine = sum(allowed.values())
+def _hnsw_filtered(store, vs, qv, k, allowed:dict, total:int, mine:int|None=None) -> list[tuple]:
+    "Nearest chunks among `allowed` (hash -> chunk count, `mine` their sum when known) from a big store: over-fetch when they are many, else exact."
+    mine = sum(allowed.values()) if mine is None else mine
     if not mine: return []
-    if mine >= total * SMALL_SHARE: # over-fetch, then keep what is allowed
-        return [c for c in vs.query(qv, min(total, int(k * total / mine * OVERFETCH) + 10)) if c[0] in allowed][:k]
+    if mine >= total * SMALL_SHARE: # over-fetch, then keep what is allowed: the k best of them are among the k + (total - mine) best
+        return [c for c in vs.query(qv, min(total, k + max(0, total - mine), int(k * total / mine * OVERFETCH) + 10)) if c[0] in allowed][:k]
     return _exact_top(*vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]), qv, k)
 
 RECENT = 256 # contents embedded last, searched exactly beside HNSW: a new vector far from the rest may be out of the graph's reach
@@ -339,7 +339,10 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
             mask = hm if mask is None else mask & hm
         return ex.best(qv, n + 10, mask) # one best chunk per content; a few spare for contents outside the filter
     k = n * per_doc + 10
-    if not names and hashes is None: return _with_recent(store, vs, qv, vs.query(qv, k), k)
+    if not names and hashes is None: # contents no document uses (an edit's old version, until `embed` drops it) take no place here either
+        names = sorted(store.config.collections) or None
+        allowed = _allowed_cached(store, vs, names)
+        return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, k, allowed, total, _filtered_chunks(store, vs, names)), k, allowed)
     if names and _filtered_chunks(store, vs, names) < total * SMALL_SHARE: # a small share: exact search over the collections' saved matrix
         ex, mask, extra = _subset(store, vs, names)
         if hashes is not None: mask = np.isin(ex.hashes, list(hashes)) & (True if mask is None else mask)
