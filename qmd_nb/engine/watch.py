@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/watch.html.md"""
 
 # %% ../../nbs/engine/10a_watch.ipynb #bb7f347f
 from __future__ import annotations
-import os, re, sqlite3, threading, time
+import math, os, re, sqlite3, threading, time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +18,7 @@ from .index import update, update_paths
 # %% auto #0
 __all__ = ['RESCAN_SECONDS', 'STORM_PATHS', 'WAIT_MS', 'CHECK_SECONDS', 'HOT_FILE_SECONDS', 'HOT_FILE_SHARE',
            'HOT_FILE_MAX_SECONDS', 'RETRY_SECONDS', 'UNDECODABLE', 'watched_roots', 'route', 'Freshness',
-           'limited_freshness', 'has_dir_links', 'HotFiles', 'storm_paths', 'Watcher']
+           'limited_freshness', 'has_dir_links', 'respite', 'HotFiles', 'storm_paths', 'Watcher']
 
 # %% ../../nbs/engine/10a_watch.ipynb #152a8790
 def watched_roots(store:Store,
@@ -130,6 +130,12 @@ def has_dir_links(root:str # a collection's real folder
         if any(_dir_link(os.path.join(here, d), root) for d in dirs): return True
     return False
 
+def respite(since:float, # seconds since a name not in UTF-8 last spent the watch
+            caught:float # seconds the last catch-up took
+           ) -> float:
+    "How long to wait before arming a watch that a name not in UTF-8 spent: none the first time in a while, else so that catching up takes at most `HOT_FILE_SHARE` of the time."
+    return 0.0 if since > HOT_FILE_MAX_SECONDS else min(HOT_FILE_MAX_SECONDS, caught / HOT_FILE_SHARE)
+
 def _undecodable(e:Exception) -> bool:
     "Whether watchfiles raised about a file name that is not UTF-8 (its watch then raises at every step: it is spent)."
     return isinstance(e, RuntimeError) and str(e).startswith(UNDECODABLE)
@@ -185,6 +191,7 @@ class Watcher:
         self._per, self._sets, self._embedding = {}, Counter(), set() # each collection's own figures, for a view limited to some
         self._hot, self._linked = HotFiles(hot_seconds), set() # files that keep changing; collections with links to folders inside them
         self._retry, self._retry_at, self._failed = set(), 0.0, None # collections whose batch failed, when to try again, the error it left
+        self._spent_at, self._caught = -math.inf, 0.0 # when a name not in UTF-8 last spent the watch; how long the last catch-up took
 
     def start(self) -> Watcher:
         "Start watching (returns at once; `wait_ready` waits until the watch is armed and caught up)."
@@ -230,7 +237,8 @@ class Watcher:
             if not roots: self._ready.set(); self.stopping.wait(1); continue
             try: catch_up = self._watch(RustNotify, roots, catch_up)
             except (OSError, RuntimeError) as e: # a folder vanished, one inside cannot be read, inotify ran out of watches, or a name is not UTF-8
-                if catch_up := _undecodable(e): continue # that file's problem (`update` records it): the spent watch is armed again at once and caught up
+                if catch_up := _undecodable(e): # that file's problem (`update` records it): the spent watch is armed again and caught up...
+                    now = time.monotonic(); self.stopping.wait(respite(now - self._spent_at, self._caught)); self._spent_at = now; continue # ...at once the first time
                 self._set(error=f"{type(e).__name__}: {e}; rescanning every {RESCAN_SECONDS:g} s instead"); self._ready.set()
                 self._rescan(roots); self.stopping.wait(RESCAN_SECONDS); catch_up = self.catch_up # watchfiles arms nothing while one folder is unreadable
         self._set(watching=False)
@@ -241,7 +249,7 @@ class Watcher:
         self._linked = {name for name, root in roots.items() if has_dir_links(root)} # updated whole: which of a file's two paths is its document is the walk's choice
         with notify(sorted(set(roots.values())), False, False, 300, True, False) as n: # armed: what changes from now on is seen
             self._set(error=None)
-            if catch_up: self._rescan(roots) # what changed while nobody watched
+            if catch_up: t0 = time.monotonic(); self._rescan(roots); self._caught = time.monotonic() - t0 # what changed while nobody watched
             self._ready.set()
             while not self.stopping.is_set():
                 got = n.watch(self.debounce_ms, self.step_ms, WAIT_MS, self.stopping) # a set of (change, path), or 'timeout' / 'stop'
