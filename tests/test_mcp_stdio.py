@@ -32,7 +32,7 @@ def test_stdio_contract(qmd, notes):
     s = o['search']
     assert s.content[0].text.startswith('Found 2 results for "rsync":') and s.structured_content['results'][0]['file'] == 'notes/backup.md'
     assert o['empty'].content[0].text == 'No results found for "zebra"'
-    assert o['vsearch'].is_error and o['vsearch'].content[0].text == "Vector index not found. Run 'qmd-nb embed' first to create embeddings."
+    assert o['vsearch'].is_error and o['vsearch'].content[0].text == "Vector index not found. Run 'qmd embed' first to create embeddings."
     assert o['query'].structured_content['results'][0]['file'] == 'notes/backup.md' # no vectors: keyword search
     g = o['get'].content[0].resource
     assert g.uri == 'qmd://notes/journals/2025-05-01.md' and g.text == '<!-- Context: Daily journal entries -->\n\n3: Meeting about the rsync daemon migration.\n4: line 5\n\n[... truncated 54 more lines]'

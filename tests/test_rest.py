@@ -74,7 +74,7 @@ def test_rest_contract(shared):
     assert s.post('/search', {'query': 'zebra'}).json() == {'results': [], 'content': 'No results found for "zebra"'}
     assert s.post('/search', {'query': 'rsync', 'min_score': 0.99}).json()['results'] == []
     v = s.post('/vsearch', {'query': 'keeping files safe'})
-    assert (v.status_code, v.json()) == (503, {'detail': "Vector index not found. Run 'qmd-nb embed' first to create embeddings.", 'status_code': 503})
+    assert (v.status_code, v.json()) == (503, {'detail': "Vector index not found. Run 'qmd embed' first to create embeddings.", 'status_code': 503})
     assert s.post('/query', {'query': 'rsync copy'}).json()['results'][0]['file'] == 'notes/backup.md' # no vectors: keyword search
     g = s.post('/get', {'file': 'notes/journals/2025-05-01.md:3', 'max_lines': 2, 'line_numbers': True}).json()
     assert g == {'document': {'uri': 'qmd://notes/journals/2025-05-01.md', 'name': 'notes/journals/2025-05-01.md', 'title': 'May 1',

@@ -19,6 +19,7 @@ __all__ = ['QmdError', 'UsageError', 'NotFound', 'Forbidden', 'validation_detail
 class QmdError(Exception):
     "Base error: the message is shown to the user as it is."
     status = 400
+    contract:str|None = None # the QMD contract's own words for this error, which its doors (REST, the qmd MCP tools) answer; None: the message
 
 class UsageError(QmdError):
     "A request that cannot be carried out as given (bad parameter, unknown collection...)."

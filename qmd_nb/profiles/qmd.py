@@ -23,8 +23,8 @@ __all__ = ['NO_VECTORS_NOTE', 'QUERY_GUIDE', 'PROFILE', 'error_result', 'guarded
 
 # %% ../../nbs/profiles/20a_qmd.ipynb #18110a9a
 def error_result(e:Exception) -> ToolResult:
-    "The contract's error answer: the message as text, `isError`."
-    return ToolResult([text_block(str(e))], None, True)
+    "The contract's error answer: the message (in the contract's words where it has some, `QmdError.contract`) as text, `isError`."
+    return ToolResult([text_block(getattr(e, 'contract', None) or str(e))], None, True)
 
 def guarded(fn):
     "Run a tool under the engine's time limit; QmdErrors (bad input, not found, no vectors, too slow) become error results, anything else is a bug and propagates."

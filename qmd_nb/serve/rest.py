@@ -245,7 +245,7 @@ def _handlers(app):
     from starlette.exceptions import HTTPException
     log = logging.getLogger('qmd_nb.serve.rest')
     app.add_exception_handler(RequestValidationError, lambda r, e: error_json(400, validation_detail(e.errors())))
-    app.add_exception_handler(QmdError, lambda r, e: error_json(e.status, str(e)))
+    app.add_exception_handler(QmdError, lambda r, e: error_json(e.status, e.contract or str(e))) # the contract's words where it has some
     app.add_exception_handler(HTTPException, lambda r, e: error_json(e.status_code, str(e.detail)))
     def crash(r, e):
         if (err := storage_error(e, engine_of(r).store.paths.cache)) is not None: return error_json(err.status, str(err)) # read-only, full disk
