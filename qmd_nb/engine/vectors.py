@@ -31,8 +31,7 @@ __all__ = ['ORPHANS_KEPT', 'EXACT_MAX', 'DELTA_MAX', 'SMALL_SHARE', 'OVERFETCH',
 # %% ../../nbs/engine/10_vectors.ipynb #940e0778
 class VectorIndexMissing(QmdError):
     "There are no vectors for the current embedding model: `vsearch` cannot answer."
-    status = 503
-    contract = "Vector index not found. Run 'qmd embed' first to create embeddings." # the REST API and MCP tools say it as the contract does
+    status, contract = 503, "Vector index not found. Run 'qmd embed' first to create embeddings." # the REST API and MCP tools say it as the contract does
     def __init__(self, msg="Vector index not found. Run 'qmd-nb embed' first to create embeddings."): super().__init__(msg)
 
 # %% ../../nbs/engine/10_vectors.ipynb #192c9228
