@@ -42,6 +42,9 @@ A third review (resource use by limited tokens):
 A fourth review (what one local user can deny another):
 
 24. 20 `/authorize` calls of another local user's client pushed the owner's waiting consent request out (the oldest went).
+25. A read token's searches with many excluded phrases (a 2,000-character query, limit 1000) went on for minutes after
+    their 503: each candidate's text was tokenised once per phrase, with no look at the time limit, and 32 such threads
+    held the interpreter, so another token's `/status` failed for 10 minutes after a one-minute flood.
 The counts of probes and leaks are printed."""
 import json, os, re, shutil, subprocess, tempfile, time, hashlib, base64, secrets, concurrent.futures as cf
 from pathlib import Path
@@ -620,3 +623,39 @@ def test_a_flood_of_consent_requests_keeps_the_owners(world):
                 t.check('and gets a token', 'access_token' in tok, True, str(tok))
     finally: p.terminate(); p.wait(30)
     t.done()
+
+# 25 ---------------------------------------------------------------------------------------------------------------------
+def _slow_query(words='parameter object cmdlet value', size=2000) -> str:
+    "Common words, then excluded two-word phrases that no page holds, up to the query's length limit."
+    import itertools
+    q = words
+    for a, b in itertools.product('qxzjkvwyfhg', repeat=2):
+        if len(q) + 8 > size: break
+        q += f' -"{a} {b}"'
+    return q
+
+def test_a_flood_of_slow_searches_ends_with_its_answers(tmp_path):
+    "Finding 25: 16 at once of the slowest search for 8 s; 3 s (a time limit and a second) after the flood, another token's /status answers at once."
+    import random, threading
+    rnd, vocab = random.Random(7), "parameter object cmdlet value the of a to and in is for".split() + [f'w{i}' for i in range(400)]
+    pages = {f'p{i:04d}.md': f'# Page {i}\n\n' + '\n'.join(' '.join(rnd.choice(vocab) for _ in range(15)) for _ in range(60)) for i in range(2000)}
+    qmd = Qmd(tmp_path/'home'); qmd('collection', 'add', write_tree(tmp_path/'pages', pages), '--name', 'pages')
+    attacker, victim = (qmd('token', 'create', '--scope', 'read', '--name', n).stdout.strip() for n in ('attacker', 'victim'))
+    p, port, log = _serve(qmd, '--tools', 'qmd', '--request-timeout', '2')
+    url, stop, sent = f'http://127.0.0.1:{port}', threading.Event(), []
+    def flood():
+        with httpx.Client(base_url=url, headers={'Authorization': f'Bearer {attacker}'}, timeout=60) as c:
+            while not stop.is_set(): sent.append(c.post('/search', json={'query': _slow_query(), 'limit': 1000}).status_code)
+    try:
+        ts = [threading.Thread(target=flood) for _ in range(16)]
+        for t_ in ts: t_.start()
+        time.sleep(8); stop.set()
+        for t_ in ts: t_.join(120)
+        time.sleep(3) # what the flood started has met its time limit by now
+        took = []
+        for _ in range(5):
+            t0 = time.monotonic(); r = httpx.get(f'{url}/status', headers={'Authorization': f'Bearer {victim}'}, timeout=60)
+            took.append((r.status_code, round(time.monotonic() - t0, 2))); time.sleep(0.2)
+        print('\nflood answers', sorted(set(sent)), len(sent), 'then /status', took)
+        assert sent and all(code == 200 for code, _ in took) and sorted(s for _, s in took)[2] < 1.0, took
+    finally: p.terminate(); p.wait(30)
