@@ -16,7 +16,7 @@ __all__ = ['LOG_LEVELS', 'log', 'MESSAGES', 'FILTER_FIELDS', 'MODES', 'MAX_QUERY
 import json, logging, os, sqlite3, sys, time
 from dataclasses import dataclass, asdict
 from pathlib import PurePosixPath
-from ..engine.errors import QmdError, UsageError, NotFound
+from ..engine.errors import QmdError, UsageError, NotFound, TooSlow
 from ..engine.store import Store, DocRow
 from ..engine.catalog import doc_body, documents, problems, count
 from ..engine.filter import to_epoch, AUTHOR_KEYS, CREATED_KEYS
@@ -205,6 +205,7 @@ def search_documents(engine, query=None, maxResults=5, filters=None, settings:Ld
     if isinstance(req, LdimsError): return req
     try: res, total, used = run_search(engine, req)
     except UsageError as e: return invalid('query', str(e)) # e.g. only exclusions
+    except TooSlow: return timed_out(s.timeout) # past the time limit (`qmd_nb.serve.mcp` answers so too, when it sees the limit first)
     except (sqlite3.Error, OSError, QmdError) as e: # the index could not be read: the contract's backend error
         log.error("search failed: %s", e)
         return LdimsError('BACKEND_API_ERROR', {'message': str(e).split('\n')[0][:200]})

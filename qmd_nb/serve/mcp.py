@@ -13,7 +13,7 @@ __all__ = ['LOG_LEVELS', 'DEFAULT_LOG_LEVEL', 'to_call_result', 'complete_path',
 import functools, json, time, warnings
 from typing import Annotated, Optional # no `from __future__ import annotations`: the SDK reads the tools' annotations at runtime
 from urllib.parse import unquote
-from ..engine.errors import NotFound, UsageError, validation_detail
+from ..engine.errors import NotFound, UsageError, TooSlow, validation_detail, deadline
 from ..engine.format import plural, log_json
 from ..engine.api import Engine, list_documents
 from ..engine.catalog import count, doc_paths
@@ -217,12 +217,15 @@ def tool_function(tool:Tool, call, # async (ctx, arguments) -> CallToolResult
 
 # %% ../../nbs/serve/21_mcp.ipynb #4529c103
 async def _run(tool:Tool, state, args:dict):
-    "The handler's answer; past the tool's time limit, its `on_timeout` answer (the worker thread is left to finish)."
+    "The handler's answer; past the tool's time limit, its `on_timeout` answer (the worker thread stops at its next look at the limit, `check_deadline`)."
     import anyio, anyio.to_thread
-    run = functools.partial(tool.handler, state, **args)
-    if tool.timeout is None: return await anyio.to_thread.run_sync(run)
-    secs = tool.timeout(state)
-    with anyio.move_on_after(secs) as scope: return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    if tool.timeout is None: return await anyio.to_thread.run_sync(functools.partial(tool.handler, state, **args))
+    secs, t0 = tool.timeout(state), time.monotonic()
+    def run(): # the limit counts from the call, not from when a worker thread was free
+        with deadline(max(0.0, secs - (time.monotonic() - t0))): return tool.handler(state, **args)
+    try:
+        with anyio.move_on_after(secs): return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except TooSlow: pass # the work saw the limit first
     return tool.on_timeout(secs)
 
 async def call_tool(ctx, tool:Tool, profile:Profile, state, args:dict):
