@@ -75,7 +75,8 @@ def _phrase_keys(phrases:list[str]) -> dict[str, str]:
 def _found(text:str, keys:dict[str, str], # from `_phrase_keys`
            block:int=1 << 16) -> set[str]:
     "The phrases whose words appear in `text` in order (case, accents and punctuation aside); the text is tokenised once, a block at a time."
-    span, found, keep = max((k.count(' ') - 1 for k in keys.values()), default=1), set(), []
+    if not keys: return set()
+    span, found, keep = max(k.count(' ') - 1 for k in keys.values()), set(), []
     for part in _blocks(text, block): # a page of one word 10^7 times: tokenised whole, 1.9 s and 1 GB per query
         toks = keep + raw_tokens(part)
         joined = f" {' '.join(toks)} "

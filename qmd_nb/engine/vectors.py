@@ -340,9 +340,9 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
         return ex.best(qv, n + 10, mask) # one best chunk per content; a few spare for contents outside the filter
     k = n * per_doc + 10
     if not names and hashes is None: # contents no document uses (an edit's old version, until `embed` drops it) take no place here either
-        names = sorted(store.config.collections) or None
+        if (mine := _filtered_chunks(store, vs, names := sorted(store.config.collections) or None)) >= total: return _with_recent(store, vs, qv, vs.query(qv, k), k) # no orphans: the plain query
         allowed = _allowed_cached(store, vs, names)
-        return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, k, allowed, total, _filtered_chunks(store, vs, names)), k, allowed)
+        return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, k, allowed, total, mine), k, allowed)
     if names and _filtered_chunks(store, vs, names) < total * SMALL_SHARE: # a small share: exact search over the collections' saved matrix
         ex, mask, extra = _subset(store, vs, names)
         if hashes is not None: mask = np.isin(ex.hashes, list(hashes)) & (True if mask is None else mask)
