@@ -14,9 +14,9 @@ if TYPE_CHECKING: from qmd_nb.engine.results import SearchResult # annotations o
 from .documents import Document, Skipped, MultiGet, Status
 
 # %% auto #0
-__all__ = ['RESULT_FORMATS', 'TRUNC', 'REST_TRUNC', 'plural', 'visible', 'log_json', 'search_summary', 'status_text',
-           'similar_line', 'quoteattr', 'format_results', 'explain_text', 'doc_text', 'format_multi', 'human_bytes',
-           'status_cli']
+__all__ = ['RESULT_FORMATS', 'BONUS_NAMES', 'TRUNC', 'REST_TRUNC', 'plural', 'visible', 'log_json', 'search_summary',
+           'status_text', 'similar_line', 'quoteattr', 'format_results', 'explain_text', 'doc_text', 'format_multi',
+           'human_bytes', 'status_cli']
 
 # %% ../../nbs/engine/08_format.ipynb #dd807bb0
 def plural(n:int, word:str) -> str:
@@ -105,6 +105,13 @@ def _keyword_story(e:dict) -> list[str]:
     if e.get('authority'): line += f", cited by others +{e['authority']:.3f}"
     return [line] + ([f"  overview: yields to {e['yields_to']}"] if e.get('yields_to') else [])
 
+BONUS_NAMES = dict(quoted='quotes the question whole', cited='cited by the other top hits') # `hybrid.quoted_first`, `hybrid.cited_rerank`
+
+def _bonus_lines(e:dict) -> list[str]:
+    "The bonuses a hybrid hit gained after the blend, and the alias pages folded under it (nothing when none)."
+    b = ', '.join(f"{why} +{e[k]:.3f}" for k, why in BONUS_NAMES.items() if e.get(k))
+    return ([f'  bonus:  {b} (in the final score)'] if b else []) + ([f"  aliases: {len(e['aliases'])} alias page(s) folded under it"] if e.get('aliases') else [])
+
 def _blend_text(w:float|None) -> str:
     "How the final score mixed the fused and reranker scores (nothing for a hit that was not re-scored)."
     return '' if w is None else f'   blend: {w:.2f} fused + {1 - w:.2f} rerank'
@@ -122,7 +129,7 @@ def explain_text(results:list[SearchResult],
         lists = ', '.join(f"{k} #{v['rank']} ({v['score']:.3f})" for k, v in e.get('lists', {}).items()) or 'none'
         fus = ', '.join(f"{k} {v:+.3f}" for k, v in e.get('fusion', {}).items()) or 'none'
         out += [f'  lists:  {lists}', f'  fusion: {fus} = {e.get("fused")}',
-                f'  rerank: {e.get("rerank")}{_blend_text(e.get("blend"))}   final: {e.get("final")}', '']
+                f'  rerank: {e.get("rerank")}{_blend_text(e.get("blend"))}   final: {e.get("final")}', *_bonus_lines(e), '']
     return '\n'.join(out).rstrip('\n')
 
 # %% ../../nbs/engine/08_format.ipynb #b9c9ced1

@@ -206,6 +206,15 @@ def evaluate(folder:str|Path, # BEIR folder
     return report(mode, {q: query_metrics(r, b.qrels[q]) for q, r in runs.items()}, lat)
 
 # %% ../../nbs/notebook/12_eval.ipynb #e9232cf4
+def _known_text(path:str|Path) -> str:
+    "A known-item file's text, or a `UsageError` that names what is wrong with the file."
+    p = Path(path)
+    try: return p.read_text(encoding='utf-8')
+    except FileNotFoundError: raise UsageError(f"{p}: no such known-item file") from None
+    except IsADirectoryError: raise UsageError(f"{p} is a folder: --known-item takes a TSV file of query<TAB>page lines") from None
+    except UnicodeDecodeError as e: raise UsageError(f"{p}: not UTF-8 text (byte {e.start}); a known-item file is query<TAB>page lines in UTF-8") from None
+    except OSError as e: raise UsageError(f"{p}: cannot read it ({e.strerror})") from None
+
 def read_known_items(store:Store, path:str|Path) -> tuple[dict, dict]:
     "(query id -> text, query id -> {file: 1}) from `query<TAB>page` lines; a page names `collection/path` or its end (`Module/Cmd.md`: every copy)."
     files = [f'{c}/{p}' for c, p in doc_keys(store).values()]
@@ -214,7 +223,7 @@ def read_known_items(store:Store, path:str|Path) -> tuple[dict, dict]:
         parts = f.split('/')
         for i in range(len(parts)): ends.setdefault('/'.join(parts[i:]), []).append(f)
     queries, qrels = {}, {}
-    for n, line in enumerate(Path(path).read_text(encoding='utf-8').splitlines(), 1):
+    for n, line in enumerate(_known_text(path).splitlines(), 1):
         if not line.strip() or line.startswith('#'): continue
         parts = line.split('\t')
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
@@ -222,6 +231,7 @@ def read_known_items(store:Store, path:str|Path) -> tuple[dict, dict]:
         qid = f'k{n}'
         queries[qid] = parts[0].strip()
         qrels[qid] = {f: 1 for f in ends.get(parts[1].strip().strip('/'), [parts[1].strip()])}
+    if not queries: raise UsageError(f"{path}: no query<TAB>page lines (only blank lines and # comments)")
     return queries, qrels
 
 def known_item(store:Store, path:str|Path, # TSV of query<TAB>page lines

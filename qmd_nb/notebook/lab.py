@@ -368,7 +368,9 @@ def apply_params(store:Store, p:QueryParams) -> dict:
     store.save_config()
     return changed(p)
 
-def eval_command(p:QueryParams, folder:str|Path='DIR') -> str:
+def eval_command(p:QueryParams, folder:str|Path='DIR',
+                 known:str|Path|None=None # a known-item TSV: the command runs it on the index instead of a BEIR folder
+                ) -> str:
     "The `qmd-nb eval` command line that measures `p` (it starts from the defaults, not from the config)."
     sets = ''.join(f' --set {k}={str(v).lower() if isinstance(v, bool) else v}' for k, v in changed(p).items())
-    return f"qmd-nb eval {folder} --mode query{sets}"
+    return f"qmd-nb eval {f'--known-item {known}' if known is not None else folder} --mode query{sets}"

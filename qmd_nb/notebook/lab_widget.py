@@ -75,10 +75,11 @@ def svg_plot(xs, ys, xlabel:str, ylabel:str, base:float|None=None, mark:tuple|No
 class RankingLab:
     "The ranking lab's widgets over a `LabCache`; drive it from code through `controls`, `sweep_to`, `save_baseline`, `apply`."
     def __init__(self, cache:LabCache, params:QueryParams|None=None, target:Store|None=None, folder:str|Path|None=None,
-                 metric:str='ndcg@10' # the metric that decides wins and losses (`mrr@10` for known items)
+                 metric:str='ndcg@10', # the metric that decides wins and losses (`mrr@10` for known items)
+                 known:str|Path|None=None # the known-item TSV the cache was built from (its command line runs that file)
                 ):
         import ipywidgets as W
-        self.cache, self.target, self.folder, self.metric = cache, target, folder, metric
+        self.cache, self.target, self.folder, self.metric, self.known = cache, target, folder, metric, known
         p = params or QueryParams()
         self.controls = {f.name: control(f.name, getattr(p, f.name)) for f in fields(QueryParams) if f.name != 'bm25'}
         self.controls.update({f.name: control(f.name, getattr(p.bm25, f.name)) for f in fields(BM25Params)})
@@ -108,7 +109,7 @@ class RankingLab:
             self.result, self.seconds = lab_metrics(self.cache, p), time.perf_counter() - t
         except (QmdError, OSError) as e: return self._error(e) # a bad value or a reranker that is not configured
         self.status.value = f'recomputed in {self.seconds:.2f} s over {self.result.queries} queries'
-        self.command.value = f'<code>{html.escape(eval_command(p, self.folder or "DIR"))}</code>'
+        self.command.value = f'<code>{html.escape(eval_command(p, self.folder or "DIR", self.known))}</code>'
         self._render()
 
     def _render(self):
@@ -184,7 +185,7 @@ def ranking_lab(source:str|Path|Store, # a BEIR folder, or an index (with `judge
         p = params or QueryParams.from_settings(target.config.settings)
         j = read_known(source, known_items) if known_items is not None else read_judgements(source, judgements)
         c = build_cache(source, j, embedder or get_embedder(source.config.settings, env), p, progress)
-        return RankingLab(c, p, target, metric='mrr@10' if known_items is not None else 'ndcg@10')
+        return RankingLab(c, p, target, metric='mrr@10' if known_items is not None else 'ndcg@10', known=known_items)
     target = target or Store(env=env)
     p = params or QueryParams.from_settings(target.config.settings)
     return RankingLab(beir_lab(source, env, p, embedder, progress), p, target, source)
