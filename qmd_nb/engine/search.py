@@ -200,7 +200,7 @@ def keyword_hits(store:Store, query:str, limit:int=10, collection=None, min_scor
     fs, why = _rescore(store, ki, g, s[g], q, p)
     o = np.lexsort((ki.doc_ids[g], -fs))
     o = o[fs[o] >= max(min_score, 1e-9)]
-    groups = _groups(store, ki, g[o], p, 4 * limit) if collapse else [[i] for i in range(len(o))]
+    groups = _groups(store, ki, g[o], p) if collapse else [[i] for i in range(len(o))]
     hits = [Hit(int(ki.doc_ids[g[o[c[0]]]]), float(fs[o[c[0]]]), float(raw[g[o[c[0]]]]), duplicates=[int(ki.doc_ids[g[o[i]]]) for i in c[1:]],
                 explain=_story(why, o[c[0]]) if k_ < 2 * limit else None) for k_, c in enumerate(groups)] # stories for what may be shown
     checks = pq.phrases + ex_phrases # exact wording, checked on the text of the few hits shown
@@ -225,11 +225,9 @@ def bm25_params(store:Store) -> BM25Params:
     if hit is None or hit[0] is not cfg: hit = store.cache['bm25params'] = (cfg, BM25Params.from_settings(cfg.settings))
     return hit[1]
 
-def _groups(store:Store, ki:KeywordIndex, g:np.ndarray, p:BM25Params, enough:int) -> list[list[int]]:
-    "Near-copy (and version) groups of ranked slots, among the first `enough` of them (all of them when those hold fewer than a quarter as many groups)."
-    grouped = lambda s: duplicate_groups(ki.signatures(s), p.duplicate_threshold, family_keys(store, ki.doc_ids[s].tolist()) if p.fold_versions else None)
-    groups = grouped(g[:enough])
-    return groups if len(g) <= enough or 4 * len(groups) >= enough else grouped(g)
+def _groups(store:Store, ki:KeywordIndex, g:np.ndarray, p:BM25Params) -> list[list[int]]:
+    "Near-copy (and version) groups of all the ranked candidates, so that a hit lists the same copies whatever the limit (at most 25 hits: 100 candidates)."
+    return duplicate_groups(ki.signatures(g), p.duplicate_threshold, family_keys(store, ki.doc_ids[g].tolist()) if p.fold_versions else None)
 
 def _story(why:dict, i:int) -> dict:
     "One candidate's part of `_rescore`'s story."
