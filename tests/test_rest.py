@@ -222,6 +222,17 @@ def test_index_changes_are_queued_while_searches_go_on(server, qmd, tmp_path):
     db = sqlite3.connect(next(Path(qmd.home).rglob('*.sqlite')))
     assert db.execute('PRAGMA integrity_check').fetchone()[0] == 'ok'
 
+def test_a_running_server_sees_vectors_another_process_embedded(server, qmd, notes):
+    "A terminal's `update` and `embed` beside a running server: its vector searches go on answering, and find the new page (Chroma's client never sees another process's writes by itself: each later vsearch failed, 500 'Error finding id')."
+    qmd('embed')
+    assert server.post('/vsearch', {'query': 'pasta recipe'}).status_code == 200 # the server's view of the vectors is open
+    (notes/'garden.md').write_text('# Garden\n\nTulips and roses bloom in the spring garden.\n', encoding='utf-8')
+    qmd('update'); qmd('embed')
+    for path in ('/vsearch', '/query'):
+        r = server.post(path, {'query': 'flowers blooming in spring', 'limit': 3})
+        assert r.status_code == 200, r.text
+        assert r.json()['results'][0]['file'] == 'notes/garden.md'
+
 async def _mcp_http(server, fn):
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client

@@ -14,8 +14,8 @@ from .store import Store
 from .chunk import Chunk
 
 # %% auto #0
-__all__ = ['chroma_url', 'chroma_client', 'space_name', 'vector_generation', 'vector_epoch', 'VectorStore', 'save_matrix',
-           'load_matrix', 'prune_matrices']
+__all__ = ['chroma_url', 'chroma_client', 'space_name', 'vector_generation', 'vector_epoch', 'seen_key', 'own_generation',
+           'VectorStore', 'save_matrix', 'load_matrix', 'prune_matrices']
 
 # %% ../../nbs/engine/09a_chroma.ipynb #330c2995
 def chroma_url(store:Store, env:dict|None=None) -> str|None:
@@ -88,6 +88,19 @@ def vector_epoch(store:Store, fingerprint:str) -> int:
 
 def _opening(store:Store) -> threading.RLock: return store.cache.setdefault('vectors-opening', threading.RLock()) # setdefault: atomic
 
+def seen_key(fingerprint:str) -> tuple: return ('vectors-seen', fingerprint) # store.cache: the vector generation this process's Chroma view holds
+
+def own_generation(store:Store, fingerprint:str, before:int # the generation before this process's own write moved it on
+                  ):
+    "After this process's own write of vectors (committed): its Chroma view, current before, is current still."
+    if store.cache.get(seen_key(fingerprint)) == before: store.cache[seen_key(fingerprint)] = before + 1
+
+def _forget_client(client):
+    "Drop a local client's system from Chroma's per-folder cache: the next client there reads the files afresh (the old one serves who holds it)."
+    from chromadb.api.shared_system_client import SharedSystemClient as S
+    ident = getattr(client, '_identifier', None)
+    S._identifier_to_system.pop(ident, None); S._identifier_to_refcount.pop(ident, None)
+
 class VectorStore:
     "The chunk vectors of one embedding fingerprint."
     def __new__(cls, store:Store, fingerprint:str, env:dict|None=None):
@@ -103,11 +116,24 @@ class VectorStore:
     def __init__(self, store:Store, fingerprint:str, env:dict|None=None):
         with _opening(store): # a search and a watcher's embedding may open it at once: Chroma's client set-up is not thread-safe
             if getattr(self, 'col', None) is not None: return
-            self.store, self.fingerprint = store, fingerprint
-            key = ('chroma', chroma_url(store, env))
-            if key not in store.cache: store.cache[key] = chroma_client(store, env)
-            self.col = store.cache[key].get_or_create_collection(space_name(fingerprint), embedding_function=None,
-                            configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': fingerprint[:500]})
+            self.store, self.fingerprint, self.url, self.env = store, fingerprint, chroma_url(store, env), env
+            self._open()
+
+    def _open(self):
+        "Open the collection, noting the vector generation first: a change made while it opens is seen by `_fresh`."
+        gen, key = vector_generation(self.store, self.fingerprint), ('chroma', self.url)
+        if key not in self.store.cache: self.store.cache[key] = chroma_client(self.store, self.env)
+        self.col = self.store.cache[key].get_or_create_collection(space_name(self.fingerprint), embedding_function=None,
+                        configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': self.fingerprint[:500]})
+        self.store.cache[seen_key(self.fingerprint)] = gen
+
+    def _fresh(self):
+        "Open the embedded store again when another process has changed these vectors since: Chroma's client never sees another process's writes (its reads fail: 'Error finding id')."
+        if self.url or self.store.cache.get(seen_key(self.fingerprint)) == vector_generation(self.store, self.fingerprint): return
+        with _opening(self.store):
+            if self.store.cache.get(seen_key(self.fingerprint)) == vector_generation(self.store, self.fingerprint): return # another thread did
+            if (old := self.store.cache.pop(('chroma', None), None)) is not None: _forget_client(old)
+            self._open()
 
     def add(self, hash:str, chunks:list[Chunk], vectors:np.ndarray):
         "Store the vectors of one content's chunks."
@@ -118,6 +144,7 @@ class VectorStore:
                 ):
         "Store many contents' vectors in as few writes as Chroma allows (each write costs ~10-30 ms of its own)."
         rows, V = [(h, c) for h, cs in parts.items() for c in cs], np.asarray(vectors, dtype=np.float32)
+        self._fresh() # a write from a view that lacks another process's vectors would save that view over them
         for k in range(0, len(rows), 5000): # Chroma caps a write at ~5,400 rows
             part = rows[k:k+5000]
             self.col.upsert(ids=[f'{h}:{c.seq}' for h, c in part], embeddings=V[k:k+len(part)],
@@ -125,7 +152,12 @@ class VectorStore:
 
     def delete(self, ids:list[str]):
         "Remove vectors by id."
+        self._fresh()
         for k in range(0, len(ids), 5000): self.col.delete(ids=ids[k:k+5000])
+
+    def clear(self):
+        "Remove every vector of this fingerprint (a forced `embed` starts again)."
+        self._fresh(); self.col.delete(where={'seq': {'$gte': 0}})
 
     def count(self) -> int:
         "Stored vectors (from the catalog's record, so no round trip to Chroma), cached until the vectors change."
@@ -140,6 +172,7 @@ class VectorStore:
         `lines` reads the lines of the few chunks shown."""
         k = min(k, self.count())
         if k <= 0: return []
+        self._fresh()
         r = self.col.query(query_embeddings=np.asarray(vec, dtype=np.float32)[None], n_results=k, include=['distances'])
         out = []
         for i, d in zip(r['ids'][0], r['distances'][0]):
@@ -149,6 +182,7 @@ class VectorStore:
     def lines(self, ids:list[str]) -> dict:
         "Chunk id -> its (start, end) lines, for these chunks (missing ones are left out)."
         out, ids = {}, list(dict.fromkeys(ids)) # copies of one content share its chunk ids; Chroma refuses a repeated id
+        self._fresh()
         for k in range(0, len(ids), 5000):
             g = self.col.get(ids=ids[k:k+5000], include=['metadatas'])
             out.update({i: (m['start'], m['end']) for i, m in zip(g['ids'], g['metadatas'])})
@@ -157,6 +191,7 @@ class VectorStore:
     def everything(self, page:int=5000) -> tuple[list[str], np.ndarray, list[dict]]:
         "All stored (ids, vectors, metadatas), read page by page."
         ids, vecs, metas = [], [], []
+        self._fresh()
         for off in range(0, self.col.count(), page):
             g = self.col.get(include=['embeddings', 'metadatas'], limit=page, offset=off)
             ids += g['ids']; metas += g['metadatas']
@@ -166,6 +201,7 @@ class VectorStore:
     def vectors(self, ids:list[str]) -> tuple[list[str], np.ndarray, list[dict]]:
         "Stored (ids, vectors, metadatas) for the given ids (missing ones are left out)."
         out_ids, vecs, metas = [], [], []
+        self._fresh()
         for k in range(0, len(ids), 5000):
             g = self.col.get(ids=ids[k:k+5000], include=['embeddings', 'metadatas'])
             out_ids += g['ids']; metas += g['metadatas']

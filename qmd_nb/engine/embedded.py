@@ -10,10 +10,11 @@ import hashlib, json
 import numpy as np
 from .store import Store
 from .chunk import Chunk
+from .chroma import own_generation
 
 # %% auto #0
-__all__ = ['pending_hashes', 'count_up', 'record_embedded', 'orphan_vectors', 'text_key', 'ensure_table', 'remember', 'forget',
-           'dropping', 'drop_vectors', 'known_vectors', 'embed_new']
+__all__ = ['pending_hashes', 'count_up', 'next_generation', 'record_embedded', 'orphan_vectors', 'text_key', 'ensure_table',
+           'remember', 'forget', 'dropping', 'drop_vectors', 'known_vectors', 'embed_new']
 
 # %% ../../nbs/engine/09b_embedded.ipynb #385db7b2
 def pending_hashes(store:Store, fingerprint:str, # the embedder's (`Embedder.fingerprint`)
@@ -28,6 +29,13 @@ def count_up(db, key:str):
     "Add one to a counter of the `kv` table, in an open transaction."
     db.execute("INSERT INTO kv VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1", (key,))
 
+def next_generation(db, fp:str # the embedder's fingerprint
+                   ) -> int:
+    "Move the vectors of `fp` one generation on, in an open transaction; the generation before (for `own_generation`, once committed)."
+    r = db.execute("SELECT value FROM kv WHERE key=?", (f'vectors:{fp}',)).fetchone()
+    count_up(db, f'vectors:{fp}')
+    return int(r[0]) if r else 0
+
 def record_embedded(store:Store, fingerprint:str, counts:dict, # content hash -> its chunk count
                     chunks:dict|None=None # content hash -> its chunks, to remember which vector holds each text (`remember`)
                    ):
@@ -38,7 +46,8 @@ def record_embedded(store:Store, fingerprint:str, counts:dict, # content hash ->
                for p in (hs[k:k+900] for k in range(0, len(hs), 900))): count_up(db, f'vector-epoch:{fingerprint}') # vectors written again: saved matrices may hold the old ones
         db.executemany("INSERT OR REPLACE INTO embedded(hash, fingerprint, chunks) VALUES(?,?,?)", [(h, fingerprint, n) for h, n in counts.items()])
         if chunks: remember(db, fingerprint, chunks)
-        count_up(db, f'vectors:{fingerprint}')
+        before = next_generation(db, fingerprint)
+    own_generation(store, fingerprint, before) # this process wrote them: its Chroma view holds them
 
 def orphan_vectors(store:Store, fingerprint:str # the embedder's
                   ) -> dict:
@@ -87,13 +96,14 @@ def drop_vectors(store:Store, vs, # the `VectorStore` of `fp`
     "Drop the vectors of contents no document uses (rows and text records first, with a note of what goes); how many contents' vectors went."
     if orphans:
         with store.tx() as db: # in one go: a content that comes back is embedded again, never taken for embedded without vectors
-            forget(db, fp, list(orphans)); count_up(db, f'vectors:{fp}') # a new vector generation: saved matrices holding them are void
+            forget(db, fp, list(orphans)); before = next_generation(db, fp) # a new vector generation: saved matrices holding them are void
             db.executemany("DELETE FROM embedded WHERE hash=? AND fingerprint=?", [(h, fp) for h in orphans])
             db.execute("INSERT OR REPLACE INTO kv VALUES(?, ?)", (f'dropping:{fp}', json.dumps({**dropping(store, fp), **orphans})))
+        own_generation(store, fp, before)
     if gone := dropping(store, fp):
         vs.delete([f'{h}:{i}' for h, n in gone.items() for i in range(n)])
-        with store.tx() as db: db.execute("DELETE FROM kv WHERE key=?", (f'dropping:{fp}',)); count_up(db, f'vectors:{fp}') # and again: a
-        # matrix saved since the rows went (by a search meanwhile) holds the vectors just deleted
+        with store.tx() as db: db.execute("DELETE FROM kv WHERE key=?", (f'dropping:{fp}',)); before = next_generation(db, fp) # and again: a
+        own_generation(store, fp, before) # matrix saved since the rows went (by a search meanwhile) holds the vectors just deleted
     return len(gone)
 
 # %% ../../nbs/engine/09b_embedded.ipynb #9af00c81
