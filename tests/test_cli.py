@@ -2,6 +2,7 @@
 import csv, io, json, os, time
 import xml.etree.ElementTree as ET
 from conftest import write_tree
+import pytest
 
 def test_collection_lifecycle(qmd, notes):
     r = qmd('collection', 'add', notes, '--name', 'notes')
@@ -170,6 +171,15 @@ def test_embed_with_nothing_to_do_is_quick(qmd, notes):
     code = "import sys; from qmd_nb.parser import main; main(['embed']); print('chromadb' in sys.modules, 'openvino' in sys.modules)"
     r = subprocess.run([sys.executable, '-c', code], env=qmd.env, capture_output=True, text=True, encoding='utf-8', timeout=300)
     assert r.returncode == 0 and r.stdout.splitlines() == ["Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)", 'False False'], (r.stdout, r.stderr)
+
+def test_embed_skips_the_iri_grammar(qmd, notes):
+    "An `embed` with work to do imports Chroma without rfc3987-syntax's IRI grammar, as searches do (jsonschema builds it at import: 1.3-3.7 s that nothing here uses)."
+    import subprocess, sys
+    pytest.importorskip('rfc3987_syntax') # installed (JupyterLab brings it): otherwise there is nothing to skip
+    qmd('collection', 'add', notes, '--name', 'notes')
+    code = "import sys; from qmd_nb.parser import main; main(['embed']); print('chromadb' in sys.modules, sys.modules.get('rfc3987_syntax') is None)"
+    r = subprocess.run([sys.executable, '-c', code], env=qmd.env, capture_output=True, text=True, encoding='utf-8', timeout=300)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == 'True True', (r.stdout, r.stderr)
 
 def test_embed_after_an_edit_reads_only_the_changed_passages(qmd, tmp_path):
     "A long note edited in one section: `embed` runs the real model on that section's chunk only and copies the others' vectors, which `vsearch` finds as before."

@@ -14,8 +14,8 @@ from .store import Store
 from .chunk import Chunk
 
 # %% auto #0
-__all__ = ['chroma_url', 'chroma_client', 'space_name', 'vector_generation', 'vector_epoch', 'seen_key', 'own_generation',
-           'VectorStore', 'save_matrix', 'load_matrix', 'prune_matrices']
+__all__ = ['chroma_url', 'chromadb_module', 'chroma_client', 'space_name', 'vector_generation', 'vector_epoch', 'seen_key',
+           'own_generation', 'VectorStore', 'save_matrix', 'load_matrix', 'prune_matrices']
 
 # %% ../../nbs/engine/09a_chroma.ipynb #330c2995
 def chroma_url(store:Store, env:dict|None=None) -> str|None:
@@ -23,12 +23,17 @@ def chroma_url(store:Store, env:dict|None=None) -> str|None:
     env = os.environ if env is None else env
     return env.get('QMD_NB_CHROMA_URL') or store.config.settings.get('chroma_url') or None
 
-def chroma_client(store:Store, env:dict|None=None):
-    "A Chroma client: `HttpClient` when a server URL is set, else a `PersistentClient` in the index folder."
+def chromadb_module():
+    "The `chromadb` module, imported without the IRI grammar that jsonschema would build (every import of Chroma goes through here)."
     # chromadb imports jsonschema, which builds rfc3987-syntax's IRI grammar at import when that package is installed
-    # (JupyterLab brings it): ~1.3 s of CPU in every process that opens vectors, for a format check nothing here uses
+    # (JupyterLab brings it): 1.3-3.7 s of CPU in every process that opens vectors, for a format check nothing here uses
     if 'rfc3987_syntax' not in sys.modules: sys.modules['rfc3987_syntax'] = None # absent: jsonschema skips that check
     import chromadb
+    return chromadb
+
+def chroma_client(store:Store, env:dict|None=None):
+    "A Chroma client: `HttpClient` when a server URL is set, else a `PersistentClient` in the index folder."
+    chromadb = chromadb_module()
     from chromadb.config import Settings
     s = Settings(anonymized_telemetry=False)
     url = chroma_url(store, env)
@@ -41,7 +46,7 @@ def chroma_client(store:Store, env:dict|None=None):
 
 def _local_client(store:Store, s, url=None):
     "A `PersistentClient` in the index folder; a reader on a full disk gets one on a private copy (Chroma writes even to read)."
-    import chromadb
+    chromadb = chromadb_module()
     reader_on_full_disk = not store.is_writing() and no_room(store.paths.cache) # Chroma's writes on opening would stop half-way
     if not reader_on_full_disk:
         try: return chromadb.PersistentClient(path=str(_writable_vectors(store)), settings=s)

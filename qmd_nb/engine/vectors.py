@@ -21,7 +21,7 @@ from .embedded import pending_hashes, record_embedded, orphan_vectors, count_up,
 from .progress import progress_bar, set_total
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
-from .chroma import VectorStore, space_name, vector_generation, vector_epoch, chroma_url, save_matrix, load_matrix, prune_matrices
+from .chroma import VectorStore, space_name, vector_generation, vector_epoch, chroma_url, save_matrix, load_matrix, prune_matrices, chromadb_module
 
 # %% auto #0
 __all__ = ['ORPHANS_KEPT', 'EXACT_MAX', 'DELTA_MAX', 'SMALL_SHARE', 'OVERFETCH', 'RECENT', 'VectorIndexMissing', 'EmbedStats',
@@ -128,7 +128,7 @@ def _vectors(store, vs, embedder, fp:str, texts:list[str], recent:dict, tick, re
 def _stopped_by_disk(store:Store, what:str # what became of the work, for the message
                     ):
     "Name a full (or read-only) disk that Chroma or the catalog met on the way, saying what became of the work."
-    from chromadb.errors import ChromaError
+    ChromaError = chromadb_module().errors.ChromaError # not a plain import: that would build the IRI grammar `chromadb_module` skips
     try: yield
     except (ChromaError, DiskFull) as e:
         err = e if isinstance(e, DiskFull) else storage_error(e, store.paths.cache, 'vectors')
