@@ -91,14 +91,15 @@ def vector_epoch(store:Store, fingerprint:str) -> int:
     r = store.q("SELECT value FROM kv WHERE key=?", (f'vector-epoch:{fingerprint}',))
     return int(r[0][0]) if r else 0
 
-def _opening(store:Store) -> threading.RLock: return store.cache.setdefault('vectors-opening', threading.RLock()) # setdefault: atomic
+def _opening(store:Store) -> threading.RLock: return store.root.cache.setdefault('vectors-opening', threading.RLock()) # setdefault: atomic
 
-def seen_key(fingerprint:str) -> tuple: return ('vectors-seen', fingerprint) # store.cache: the vector generation this process's Chroma view holds
+def seen_key(fingerprint:str) -> tuple: return ('vectors-seen', fingerprint) # store.root.cache: the vector generation this process's Chroma view holds
 
 def own_generation(store:Store, fingerprint:str, before:int # the generation before this process's own write moved it on
                   ):
     "After this process's own write of vectors (committed): its Chroma view, current before, is current still."
-    if store.cache.get(seen_key(fingerprint)) == before: store.cache[seen_key(fingerprint)] = before + 1
+    c = store.root.cache # the views of a store share its vector store
+    if c.get(seen_key(fingerprint)) == before: c[seen_key(fingerprint)] = before + 1
 
 def _forget_client(client):
     "Drop a local client's system from Chroma's per-folder cache: the next client there reads the files afresh (the old one serves who holds it)."
@@ -109,7 +110,8 @@ def _forget_client(client):
 class VectorStore:
     "The chunk vectors of one embedding fingerprint."
     def __new__(cls, store:Store, fingerprint:str, env:dict|None=None):
-        url = chroma_url(store, env)
+        store = store.root # one per store, shared by its views: every vector counts (a view's own count would starve HNSW's over-fetch), and
+        url = chroma_url(store, env) # another process's write reopens it once, not once per view
         key = ('vstore', fingerprint, url) # one per store: the Chroma handle is reused
         with _opening(store):
             if store.cache.get(('chroma-copy', url)) and (store.is_writing() or not no_room(store.paths.cache)): # opened on a copy while the
@@ -119,6 +121,7 @@ class VectorStore:
             return store.cache[key]
 
     def __init__(self, store:Store, fingerprint:str, env:dict|None=None):
+        store = store.root # the whole store: callers mask what a view may see
         with _opening(store): # a search and a watcher's embedding may open it at once: Chroma's client set-up is not thread-safe
             if getattr(self, 'col', None) is not None: return
             self.store, self.fingerprint, self.url, self.env = store, fingerprint, chroma_url(store, env), env
