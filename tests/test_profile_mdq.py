@@ -111,7 +111,7 @@ def test_search_error(qmd, tmp_path):
     assert code == -32603 and msg.startswith('Search error: '), (code, msg)
 
 def test_sources_for_one_run(qmd, tmp_path):
-    "`mcp -s PATH -d TEXT` (mdq's command line): the server sees those folders alone; a new one is registered, a known one reused."
+    "`mcp -s PATH -d TEXT` (mdq's command line): the server sees those folders alone; a new one is indexed, not registered; a known one reused."
     wiki = write_tree(tmp_path/'wiki', PAGES); journal = write_tree(tmp_path/'journal', {'may.md': '# May\n\nRead about OAuth2 authentication.\n'})
     qmd('source', 'add', '-s', wiki, '-d', 'Team wiki')
     async def run(c):
@@ -124,7 +124,11 @@ def test_sources_for_one_run(qmd, tmp_path):
         async with Client(StdioServerParameters(command=QMD_BIN, args=args, env=qmd.env)) as c: return await run(c)
     paths, other = asyncio.run(session())
     assert paths == ['may.md'] and other[0] == -32602 and 'wiki' in other[1] # the registered wiki is not served in this run
-    assert 'notes' in qmd('source', 'list').stdout # the new folder is now a source
+    assert 'notes' not in qmd('source', 'list').stdout and 'wiki' in qmd('source', 'list').stdout # indexed for the run, not registered
+    async def later(): # a run without -s: the registered sources alone (the contract's resolution order)
+        async with Client(StdioServerParameters(command=QMD_BIN, args=['mcp', '--tools', 'mdq'], env=qmd.env)) as c:
+            return [r['path'] for r in json.loads((await c.call_tool('search', {'query': 'oauth2 authentication'})).content[0].text)['results']]
+    assert 'may.md' not in asyncio.run(later())
     bad = qmd('mcp', '--tools', 'mdq', '-s', wiki, ok=False, input='')
     assert bad.returncode == 1 and 'Give each source (-s) its description (-d)' in bad.stderr
     cfg = json.loads(qmd('mcp', '--tools', 'mdq', '--print-config').stdout.split('\n\n')[1])

@@ -44,6 +44,7 @@ def test_vectordb_contract(qmd, tmp_path, web):
         'attention.md': "# Attention\n\nThe transformer replaces recurrence with self-attention.\n\nThe learning rate warms up for 4000 steps.\n",
         'todo.txt': "Buy milk. Read about the platypus.\n",
         'spec.pdf': make_pdf(['The capybara protocol starts here. ' + FILLER * 30, FILLER * 20 + 'The second page defines the quokka handshake. ' + FILLER * 10]),
+        'short.pdf': make_pdf(['Wombats dig burrows.', 'The quokka smiles.']),
         'memo.docx': make_docx('Rotation memo', ['Rotate the numbat disks every Friday.']),
         'pouch.md': '# Pouch\n\nMarsupials carry their young in a pouch.\n',
         'zebras.md': '# Zebras\n\n' + '\n\n'.join(f'Zebra herd {i} grazes the plain; the stripes of each zebra differ. ' + FILLER * 12 for i in range(8))})
@@ -70,6 +71,8 @@ def test_vectordb_contract(qmd, tmp_path, web):
         o['search'] = await call('search', {'query': 'learning rate warm up', 'top_k': 5})
         o['quokka'] = await call('search', {'query': 'quokka handshake', 'filter': {'file_type': 'pdf'}})
         o['page1'] = await call('search', {'query': 'quokka capybara', 'filter': {'file_type': 'pdf', 'page': 1}})
+        await call('ingest_file', {'path': str(files/'short.pdf'), 'library': 'short'}) # one chunk over both pages
+        o['over'] = [await call('search', {'query': 'quokka wombat', 'library': 'short', 'filter': {'page': p}}) for p in (1, 2, 3)]
         o['lib'] = await call('search', {'query': 'learning rate', 'library': 'notes'})
         o['numbat'] = await call('search', {'query': 'numbat', 'filter': {'library': 'specs', 'title': 'Rotation memo'}})
         o['docs'] = await call('list_documents', {'library': 'specs'})
@@ -110,6 +113,8 @@ def test_vectordb_contract(qmd, tmp_path, web):
     assert len(q) == 1 and q[0]['file_type'] == 'pdf' and q[0]['page'] == 2 and 'quokka' in q[0]['content']
     p1 = o['page1'].structured_content['results']
     assert len(p1) == 1 and p1[0]['page'] == 1 and 'capybara' in p1[0]['content']
+    over = [[(r['page'], r['chunk_index']) for r in x.structured_content['results']] for x in o['over']]
+    assert over == [[(1, 0)], [(2, 0)], []] # a chunk over a page break meets a filter on either page, and names the page asked for
     assert [r['library'] for r in o['lib'].structured_content['results']] == ['notes']
     assert [r['title'] for r in o['numbat'].structured_content['results']] == ['Rotation memo']
     d = o['docs'].structured_content
@@ -117,7 +122,7 @@ def test_vectordb_contract(qmd, tmp_path, web):
     assert set(d['documents'][0]) == {'doc_id', 'source', 'title', 'library', 'content_hash', 'created_at', 'metadata', 'chunk_count'}
     assert o['page'].structured_content['count'] == 2
     libs = {l['library']: l for l in o['libs'].structured_content['libraries']}
-    assert {k: v['document_count'] for k, v in libs.items()} == {'notes': 1, 'papers': 1, 'default': 1, 'specs': 2, 'web': 1, 'zoo': 1, 'stripes': 1}
+    assert {k: v['document_count'] for k, v in libs.items()} == {'notes': 1, 'papers': 1, 'default': 1, 'specs': 2, 'web': 1, 'zoo': 1, 'stripes': 1, 'short': 1}
     assert all(v['chunk_count'] >= v['document_count'] for v in libs.values())
     g = o['get'].structured_content
     assert g['content'].startswith('# Attention') and 'Dropout everywhere.' in g['content'] and g['metadata'] == {'project': 'nlp'} and g['chunk_count'] == 1

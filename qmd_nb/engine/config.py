@@ -103,6 +103,7 @@ class Collection:
     path: str # absolute folder on disk
     mask: str = field(default_factory=default_mask) # glob(s) relative to `path`, comma-separated for a union
     description: str = '' # what the collection holds, in a sentence (shown to agents)
+    registered: bool = True # kept for later runs (False: the folder of one mdq `mcp -s` run, indexed but not a registered source)
     @property
     def masks(self) -> list[str]: return [m.strip() for m in re.split(r',(?![^{]*\})', self.mask) if m.strip()] # commas inside {a,b} stay
 
@@ -149,6 +150,7 @@ def _check_config(d:dict, path):
         if not isinstance(c.get('path'), str) or not c['path'].strip(): raise bad(f'collections.{n}.path', 'a folder (a non-empty string)', c.get('path'))
         for k in ('mask', 'description'):
             if c.get(k) is not None and not isinstance(c[k], str): raise bad(f'collections.{n}.{k}', 'a string', c[k])
+        if c.get('registered') is not None and not isinstance(c['registered'], bool): raise bad(f'collections.{n}.registered', 'true or false', c['registered'])
     for k, v in (d.get('contexts') or {}).items():
         if not isinstance(v, str): raise bad(f'contexts.{k}', 'a string', v)
 
@@ -167,14 +169,14 @@ class Config:
         except json.JSONDecodeError as e: raise QmdError(f"Config file {path} is not valid JSON: {e}") from e
         if not isinstance(d, dict): raise QmdError(f"Config file {path} must hold a mapping")
         _check_config(d, path)
-        colls = {n: Collection(n, **{k: v for k, v in (c or {}).items() if k in ('path', 'mask', 'description')})
+        colls = {n: Collection(n, **{k: v for k, v in (c or {}).items() if k in ('path', 'mask', 'description', 'registered')})
                  for n, c in (d.get('collections') or {}).items()}
         return cls(colls, dict(d.get('contexts') or {}), dict(d.get('settings') or {}))
 
     def save(self, path:Path):
         "Write atomically to `path` (mode 0600, in a folder of mode 0700)."
-        d = dict(collections={n: dict(path=c.path, mask=c.mask, **({'description': c.description} if c.description else {}))
-                              for n, c in self.collections.items()},
+        d = dict(collections={n: dict(path=c.path, mask=c.mask, **({'description': c.description} if c.description else {}),
+                                      **({} if c.registered else {'registered': False})) for n, c in self.collections.items()},
                  contexts=self.contexts, settings=self.settings)
         private_dir(Path(path).parent)
         atomic_write(path, json.dumps(d, indent=2, ensure_ascii=False) + '\n')

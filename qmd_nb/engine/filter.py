@@ -211,6 +211,8 @@ def _eq_mask(fc:Facets, key:str, value) -> np.ndarray:
     return fc.eq[k]
 
 # %% ../../nbs/engine/05b_filter.ipynb #f93247c0
+def _ago(now:float, seconds:float|None) -> float|None: return None if seconds is None else now - seconds # 0 too: "within 0d" is nothing
+
 def doc_mask(store:Store, f:Filter|None, now:float|None=None # the time durations count back from (default: now)
             ) -> np.ndarray:
     "Which documents (in `facets(store).ids` order) pass the filter."
@@ -224,8 +226,8 @@ def doc_mask(store:Store, f:Filter|None, now:float|None=None # the time duration
     if f.type: m &= _positions(fc, 'type', [f.type.strip().lower().lstrip('.')])
     for v, arr, after in ((f.created_after, fc.created, True), (f.created_before, fc.created, False),
                           (f.updated_after, fc.updated, True), (f.updated_before, fc.updated, False),
-                          (f.created_within and now - f.created_within, fc.created, True),
-                          (f.updated_within and now - f.updated_within, fc.updated, True), (f.stale and now - f.stale, fc.updated, False)):
+                          (_ago(now, f.created_within), fc.created, True), (_ago(now, f.updated_within), fc.updated, True),
+                          (_ago(now, f.stale), fc.updated, False)):
         if v is not None: m &= (arr >= v) if after else (arr < v) # NaN (no date at all) never passes
     for k, v in f.metadata: m &= _eq_mask(fc, k, v)
     if f.ids is not None: m &= np.isin(fc.ids, np.fromiter(f.ids, dtype=np.int64, count=len(f.ids)))

@@ -23,7 +23,7 @@ from ..engine.errors import ReadOnlyIndex, DiskFull, time_left
 from ..engine.text import Analyzer, raw_tokens
 from ..engine.keyword import lucene_idf
 from .sanitize import find_secrets
-from .profile import Tool, Profile, loose, json_result, texts, timeout_seconds, READ_ONLY
+from .profile import Tool, Profile, loose, json_result, texts, timeout_seconds, READ_ONLY, js_int
 
 # %% ../../nbs/profiles/26_experiences.ipynb #887b3256
 @dataclass
@@ -314,6 +314,7 @@ def _cosines(rc, emb, keywords, ids) -> dict[str, float]:
 # %% ../../nbs/profiles/26_experiences.ipynb #4b98b665
 def query_experiences(rc:Recall, keywords=None, limit=10, offset=0) -> tuple[Answer, list[str]]:
     "A page of matching experiences, best first, and the ids whose read count goes up once it is answered."
+    limit, offset = js_int(limit), js_int(offset) # a client's 5.0 is 5
     if (bad := check_query(keywords, limit, offset)) is not None: return bad, []
     try:
         rel = relevance(rc, keywords)

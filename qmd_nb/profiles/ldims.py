@@ -22,7 +22,7 @@ from ..engine.catalog import doc_body, documents, problems, count
 from ..engine.filter import to_epoch, AUTHOR_KEYS, CREATED_KEYS
 from ..engine.convert import utc_iso
 from ..engine.format import log_json
-from .profile import Tool, Resource, Profile, loose, json_result, texts, timeout_seconds, ProtocolError, INVALID_PARAMS, INTERNAL_ERROR
+from .profile import Tool, Resource, Profile, loose, json_result, texts, timeout_seconds, ProtocolError, INVALID_PARAMS, INTERNAL_ERROR, js_int
 
 # %% ../../nbs/profiles/27_ldims.ipynb #80c62cb7
 LOG_LEVELS = {'DEBUG': logging.DEBUG, 'INFO': logging.INFO, 'WARN': logging.WARNING, 'WARNING': logging.WARNING, 'ERROR': logging.ERROR}
@@ -102,6 +102,7 @@ def check_search(query, maxResults, filters, hard_limit:int) -> SearchRequest|Ld
     "The request, checked, or the error answer naming the bad field."
     from qmd_nb.engine.text import Analyzer, parse_query
     if not isinstance(query, str) or not query.strip(): return invalid('query', 'Query cannot be empty')
+    maxResults = js_int(maxResults) # a client's 5.0 is 5
     if isinstance(maxResults, bool) or not isinstance(maxResults, int) or maxResults < 1: return invalid('maxResults', 'maxResults must be a positive integer')
     if filters is None: filters = {}
     if not isinstance(filters, dict): return invalid('filters', 'filters must be an object')

@@ -60,7 +60,8 @@ def split_spec(spec:str) -> tuple[Optional[str], str]:
 def add_source(store:Store, path:str, # a folder, or `name:folder`
                description:str, # what the folder holds, for the agent (e.g. "Team wiki: runbooks and how-tos")
                name:Optional[str]=None, # the source's name (default: derived from the folder)
-               force:bool=False # add it even when a collection already covers the folder (one inside it, or around it)
+               force:bool=False, # add it even when a collection already covers the folder (one inside it, or around it)
+               registered:bool=True # kept for later runs (False: one `mcp -s` run's folder, indexed but not registered)
               ) -> Source:
     "Register a folder as a source with a description, and index it."
     if name is None: name, path = split_spec(path)
@@ -70,19 +71,25 @@ def add_source(store:Store, path:str, # a folder, or `name:folder`
         raise UsageError("A source needs a description (-d): one sentence on what the folder holds, for the agent")
     with store.writing():
         store.reload_config(); cols = store.config.collections
-        same = [c.name for c in cols.values() if Path(c.path).resolve() == folder]
-        if same: raise UsageError(f"{folder} is already a source: {same[0]}")
-        if name is not None:
+        same = [c for c in cols.values() if Path(c.path).resolve() == folder]
+        if same and (same[0].registered or not registered or name not in (None, same[0].name)):
+            raise UsageError(f"{folder} is already a source: {same[0].name}")
+        if same: name = same[0].name # a folder an `mcp -s` run indexed: registered now, as it is
+        elif name is not None:
             check_name(name, 'source')
             if name in cols: raise UsageError(f"Source name '{name}' is already used by {cols[name].path}; choose another name")
         else: name = derive_name(folder, set(cols))
-        add_collection(store, str(folder), name=name, force=force)
-        c = store.config.collections[name]; c.description = description.strip(); store.save_config()
+        if not same: add_collection(store, str(folder), name=name, force=force)
+        c = store.config.collections[name]; c.description, c.registered = description.strip(), registered; store.save_config()
     return Source(name, str(folder), c.description, count(store, name))
+
+def _served(store:Store) -> list:
+    "The collections mdq serves: a run's own (`mcp -s`: the store is a view of them), else the registered ones."
+    return [c for c in store.config.collections.values() if c.registered or store.allowed is not None]
 
 def list_sources(store:Store) -> list[Source]:
     "Every source (collection) with its description and document count."
-    return [Source(c.name, c.path, c.description, count(store, c.name)) for c in store.config.collections.values()]
+    return [Source(c.name, c.path, c.description, count(store, c.name)) for c in _served(store)]
 
 def remove_source(store:Store, name:str) -> int:
     "Forget a source and its documents (the files stay); how many documents went."
@@ -93,18 +100,18 @@ def remove_source(store:Store, name:str) -> int:
 def run_sources(store:Store, specs:list[str], # `-s` values: folders, or `name:folder`
                 descriptions:list[str] # `-d` values, one per folder, in the same order
                ) -> list[str]:
-    "The sources of one `mcp -s PATH -d TEXT` run, by name: a folder already registered is its source, a new one is registered (and indexed)."
+    "The sources of one `mcp -s PATH -d TEXT` run, by name: a folder already indexed is its source, a new one is indexed, not registered."
     if len(specs) != len(descriptions): raise UsageError(f"Give each source (-s) its description (-d): {len(specs)} sources, {len(descriptions)} descriptions")
     names = []
     for spec, desc in zip(specs, descriptions):
         folder = Path(split_spec(spec)[1]).expanduser().resolve()
         same = [c.name for c in store.config.collections.values() if Path(c.path).resolve() == folder]
-        names.append(same[0] if same else add_source(store, spec, desc).name)
+        names.append(same[0] if same else add_source(store, spec, desc, registered=False).name)
     return names
 
 def check_sources(store:Store):
     "Refuse to serve mdq without sources, or with registered folders that are gone (`SourcesError`, exit status 6)."
-    cols = store.config.collections.values()
+    cols = _served(store)
     if not cols: raise SourcesError("No sources provided and no sources registered")
     gone = [f"{c.name} ({c.path})" for c in cols if not Path(c.path).is_dir()]
     if gone: raise SourcesError("Some registered source paths no longer exist: " + ', '.join(gone))
@@ -161,8 +168,8 @@ class Page:
 
 # %% ../../nbs/profiles/25_mdq.ipynb #e9d2d65f
 def _sources(store:Store, source) -> list:
-    "The collections to look in: the one named, or all; UsageError for an unknown name."
-    cols = store.config.collections
+    "The collections to look in: the one named, or all served (`_served`); UsageError for an unknown name."
+    cols = {c.name: c for c in _served(store)}
     if source is None: return list(cols.values())
     if not isinstance(source, str) or source not in cols:
         raise UsageError(f"unknown source {source!r} (sources: {', '.join(sorted(cols)) or 'none'})")
@@ -289,7 +296,9 @@ def search(engine, query:str, # words to look for
     from qmd_nb.engine.api import run_query
     st, limit = engine.store, _check_limit(limit)
     query = check_search_args(query, 1, 0)[0]
-    names = [c.name for c in _sources(st, source)] if source is not None else None
+    served = [c.name for c in _sources(st, source)]
+    if not served: return SearchOutput([], 0, query) # every source removed since the server started
+    names = None if len(served) == len(st.config.collections) else served # None: every collection (the faster path)
     f = mdq_filter(filters)
     lex = spelled(st, query, names) # the contract's typo tolerance: a word no page holds is read as the closest one that some page does
     matches = keyword_hits(st, lex, MAX_LIMIT, names, filter=f)
@@ -333,7 +342,7 @@ def read_page_tool(engine, path=None, id=None, source=None) -> Page:
 
 # %% ../../nbs/profiles/25_mdq.ipynb #5cbefee5
 _DATE = lambda what: loose(what.replace(' ', '_').replace('_date', ''), type='string', format='date', description=f"Filter: {what} (YYYY-MM-DD)")
-_DUR = lambda name, what: loose(name, type='string', description=f"Filter: {what} (e.g. 30d, 2w, 3m, 1y)")
+_DUR = lambda name, what, eg: loose(name, type='string', description=f"Filter: {what} (e.g., {eg})") # the contract's examples
 
 TOOLS = (
     Tool('search', search_tool, lambda engine: tool_descriptions(engine.store)['search'], (
@@ -343,8 +352,8 @@ TOOLS = (
         loose('labels', type='array', items={'type': 'string'}, description="Filter by labels (OR logic)"),
         loose('author', type='string', description="Filter by author email"),
         _DATE('created after date'), _DATE('created before date'), _DATE('updated after date'), _DATE('updated before date'),
-        _DUR('created_within', 'created within duration'), _DUR('updated_within', 'updated within duration'),
-        _DUR('stale', 'NOT updated within duration'),
+        _DUR('created_within', 'created within duration', '30d, 2w, 3m, 1y'), _DUR('updated_within', 'updated within duration', '7d, 2w'),
+        _DUR('stale', 'NOT updated within duration', '90d, 6m'),
         loose('sort', type='string', enum=['created_at', '-created_at', 'updated_at', '-updated_at'], description="Sort order (prefix with - for descending)"))),
     Tool('read_page', read_page_tool, lambda engine: tool_descriptions(engine.store)['read_page'], (
         loose('path', type='string', description="Relative path to the markdown file"),

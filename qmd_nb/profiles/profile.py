@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 # %% auto #0
 __all__ = ['INVALID_PARAMS', 'INTERNAL_ERROR', 'READ_ONLY', 'ToolResult', 'text_block', 'json_result', 'ProtocolError', 'Param',
-           'loose', 'Tool', 'Resource', 'Prompt', 'Profile', 'timeout_seconds', 'parse_texts', 'texts']
+           'loose', 'js_int', 'Tool', 'Resource', 'Prompt', 'Profile', 'timeout_seconds', 'parse_texts', 'texts']
 
 # %% ../../nbs/profiles/19_profile.ipynb #adf89477
 @dataclass
@@ -52,6 +52,11 @@ class Param:
 def loose(name:str, default=None, required:bool=False, soft:bool=False, **schema) -> Param:
     "An argument advertised with `schema` and checked by the handler (so that it answers with the contract's error)."
     return Param(name, None, default, required, soft, schema)
+
+# %% ../../nbs/profiles/19_profile.ipynb #2a65d76b
+def js_int(v):
+    "A JSON number that is a whole number, as an int (JavaScript has no other kind: `5.0` is 5); any other value as it is."
+    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 # %% ../../nbs/profiles/19_profile.ipynb #b1edca26
 READ_ONLY = dict(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)

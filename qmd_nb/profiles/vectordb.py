@@ -6,10 +6,10 @@ Docs: https://qmd-nb.github.io/qmd-nb/profiles/vectordb.html.md"""
 
 # %% auto #0
 __all__ = ['MAX_TEXT', 'FILTER_FIELDS', 'CHUNK_NEAR', 'PROFILE', 'error', 'contract', 'doc_uuid', 'doc_source', 'doc_fields',
-           'find_uuid', 'doc_chunks', 'chunk_page', 'chunk_count', 'Ingested', 'ingest_file', 'ingest_url',
-           'check_filter', 'same', 'ChunkHit', 'SearchAnswer', 'ranked_chunks', 'search', 'DocInfo', 'DocList',
-           'list_documents', 'LibraryInfo', 'Libraries', 'list_libraries', 'DocText', 'Deleted', 'get_document',
-           'delete_document']
+           'find_uuid', 'doc_chunks', 'chunk_page', 'chunk_pages', 'shown_page', 'chunk_count', 'Ingested',
+           'ingest_file', 'ingest_url', 'check_filter', 'same', 'ChunkHit', 'SearchAnswer', 'ranked_chunks', 'search',
+           'DocInfo', 'DocList', 'list_documents', 'LibraryInfo', 'Libraries', 'list_libraries', 'DocText', 'Deleted',
+           'get_document', 'delete_document']
 
 # %% ../../nbs/profiles/24_vectordb.ipynb #593d58d7
 import functools, json
@@ -94,6 +94,15 @@ def chunk_page(meta:dict, line:int) -> int:
     "The 1-based page holding `line` (`qmd_nb.engine.convert.page_of`), 0 when the document has no pages."
     from qmd_nb.engine.convert import page_of
     return page_of(meta, line) or 0
+
+def chunk_pages(meta:dict, c) -> range:
+    "The pages a chunk's lines lie on (`range(0, 1)` when the document has no pages): a chunk may run over a page break."
+    first = chunk_page(meta, c.start_line)
+    return range(first, max(first, chunk_page(meta, c.end_line)) + 1)
+
+def shown_page(meta:dict, c, conds:dict) -> int:
+    "The page a result names: the one a `page` condition asks for (a chunk over a page break meets it), else the one it starts on."
+    return next((p for p in chunk_pages(meta, c) if 'page' in conds and same('page', p, conds['page'])), chunk_page(meta, c.start_line))
 
 def chunk_count(engine, d:DocRow) -> int:
     "How many chunks the document has (`qmd_nb.engine.ingest.chunk_count`)."
@@ -196,7 +205,8 @@ def ranked_chunks(chunks:list, meta:dict, pats, conds:dict,
                  ) -> list[tuple]:
     "(chunk, share of the best chunk's relevance) of a document's chunks that meet `conds` and answer nearly as well as its best, best first."
     from qmd_nb.engine.text import fold
-    ok = [c for c in chunks if all(same(k, chunk_page(meta, c.start_line) if k == 'page' else c.seq, v) for k, v in conds.items())]
+    ok = [c for c in chunks if all(any(same(k, p, v) for p in chunk_pages(meta, c)) if k == 'page' else same(k, c.seq, v)
+                                   for k, v in conds.items())]
     rel = {c.seq: sims.get(c.seq, 0.0) if sims else len(set(pats.findall(fold(c.text)))) if pats else 0 for c in ok}
     ok.sort(key=lambda c: (-rel[c.seq], c.seq))
     if not ok or rel[ok[0].seq] <= 0: return [(c, 1.0) for c in ok[:1]] # nothing to tell them apart: the first
@@ -241,7 +251,7 @@ def search(engine, query:str, top_k:int=5, # results, 1 to 100
             chunks = doc_chunks(engine, d, *bodies[d.hash])
             f = doc_fields(st, d)
             out += [(h.score * share, ChunkHit(f['doc_id'], f['source'], d.title, d.collection, f['file_type'], f['last_modified'],
-                                               chunk_page(d.meta, c.start_line), c.text, c.seq, f['metadata']))
+                                               shown_page(d.meta, c, chunk_conds), c.text, c.seq, f['metadata']))
                     for c, share in ranked_chunks(chunks, d.meta, pats, chunk_conds, sims(d.hash, chunks))]
     return _answer(out, top_k)
 
