@@ -251,11 +251,12 @@ def _live_ids(root:Path, s:dict) -> np.ndarray:
     return np.delete(docs, np.load(root/s['deleted'])) if s.get('deleted') else docs
 
 def _merge(store:Store, root:Path, c:dict, an:Analyzer) -> list[dict]:
-    "The segments after the size rule: `MERGE_FACTOR` of one size class, or one mostly deleted, rewritten as one."
+    "The segments after the size rule: `MERGE_FACTOR` of one size class (full ones left out), or one mostly deleted, rewritten."
     segs = [s for s in c['segments'] if s['live'] > 0]
-    while True:
+    while True: # a full segment (`SEGMENT_DOCS`) never merges: merged again, full ones came back as they were, forever
         tiers = {}
-        for s in segs: tiers.setdefault(_tier(s['live']), []).append(s)
+        for s in segs:
+            if s['live'] < SEGMENT_DOCS: tiers.setdefault(_tier(s['live']), []).append(s)
         group = next((g for _, g in sorted(tiers.items()) if len(g) >= MERGE_FACTOR), None) or [s for s in segs if s['live'] < s['n'] / 2][:1]
         if not group: return segs
         ids = sorted(np.concatenate([_live_ids(root, s) for s in group]).tolist())
