@@ -290,13 +290,28 @@ def _subset(store, vs, names) -> tuple[ExactIndex, np.ndarray|None, ExactIndex|N
 def _names_mask(store, vs, ex, names):
     return _cached(store, vs, 'vmask', names, lambda: np.isin(ex.hashes, list(_allowed_cached(store, vs, names))))
 
-def _hnsw_filtered(store, vs, qv, k, allowed:dict, total:int, mine:int|None=None) -> list[tuple]:
-    "Nearest chunks among `allowed` (hash -> chunk count, `mine` their sum when known) from a big store: over-fetch when they are many, else exact."
+def _per_content(chunks:list, m:int) -> list[tuple]:
+    "The best chunk of each content, best first, for at most `m` contents (ties in the order given)."
+    seen, out = set(), []
+    for c in sorted(chunks, key=lambda c: -c[2]):
+        if c[0] not in seen: seen.add(c[0]); out.append(c)
+    return out[:m]
+
+def _hnsw_nearest(vs, qv, m:int, fetch:int, total:int, allowed:dict|None=None) -> list[tuple]:
+    """The best chunk of each of the `m` nearest contents (of `allowed` ones, when given) from HNSW, asked again twice as deep
+    until they are there or every chunk was fetched: a few long documents, or many closer ones outside the filter, can fill any fetch."""
+    while True:
+        got = _per_content([c for c in vs.query(qv, fetch) if allowed is None or c[0] in allowed], m)
+        if len(got) >= m or fetch >= total: return got
+        fetch = min(total, 2 * fetch)
+
+def _hnsw_filtered(store, vs, qv, m:int, k:int, allowed:dict, total:int, mine:int|None=None) -> list[tuple]:
+    "The `m` nearest contents among `allowed` (hash -> chunk count, `mine` their sum when known) from a big store: over-fetch when many, else exact."
     mine = sum(allowed.values()) if mine is None else mine
     if not mine: return []
-    if mine >= total * SMALL_SHARE: # over-fetch, then keep what is allowed: the k best of them are among the k + (total - mine) best
-        return [c for c in vs.query(qv, min(total, k + max(0, total - mine), int(k * total / mine * OVERFETCH) + 10)) if c[0] in allowed][:k]
-    return _exact_top(*vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)]), qv, k)
+    if mine >= total * SMALL_SHARE: # over-fetch (k chunks wanted, scaled by the filter's share), then keep what is allowed
+        return _hnsw_nearest(vs, qv, m, min(total, k + max(0, total - mine), int(k * total / mine * OVERFETCH) + 10), total, allowed)
+    return _build_exact(*vs.vectors([f'{h}:{i}' for h, n in allowed.items() for i in range(n)])).best(qv, m)
 
 RECENT = 256 # contents embedded last, searched exactly beside HNSW: a new vector far from the rest may be out of the graph's reach
 
@@ -308,28 +323,16 @@ def recent_index(store:Store, vs:VectorStore) -> ExactIndex:
         root.cache[key] = (gen, _build_exact(*vs.vectors([f'{h}:{i}' for h, n in rows for i in range(n)])))
     return root.cache[key][1]
 
-def _merged(got:list, more:list, k:int) -> list[tuple]:
-    "Two lists of nearest chunks as one, best first, each chunk once, at most `k`."
-    seen = {(c[0], c[1]) for c in got}
-    more = [c for c in more if (c[0], c[1]) not in seen]
-    return sorted(got + more, key=lambda c: -c[2])[:k] if more else got
-
-def _with_recent(store, vs, qv, got:list, k:int, allowed:dict|None=None) -> list[tuple]:
-    "HNSW's nearest chunks `got`, merged with the nearest of the recent contents (of those in `allowed`, when given), best first."
+def _with_recent(store, vs, qv, got:list, m:int, allowed:dict|None=None) -> list[tuple]:
+    "HNSW's nearest contents `got`, merged with the nearest recent contents (of those in `allowed`, when given): the best `m`, best first."
     rec = recent_index(store, vs)
-    return _merged(got, rec.best(qv, k, None if allowed is None else np.array([h in allowed for h in rec.hashes], dtype=bool)), k)
-
-def _exact_top(ids, M, metas, qv, k) -> list[tuple]:
-    sims = similarities(M, qv)
-    k = min(k, len(sims))
-    top = np.argpartition(-sims, k - 1)[:k] if k else np.zeros(0, dtype=int) # not a full sort: 100k chunks sort in ~10 ms
-    return [(metas[i]['hash'], metas[i]['seq'], float(sims[i]), metas[i]) for i in top[np.lexsort((top, -sims[top]))]] # best first, ties in order
+    return _per_content(got + rec.best(qv, m, None if allowed is None else np.array([h in allowed for h in rec.hashes], dtype=bool)), m)
 
 def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[str]|None,
                   hashes:set|None=None, # only these contents (from a metadata filter); None: no such limit
                   per_doc:int=4 # chunks fetched per wanted document from HNSW (a document may own several near chunks)
                  ) -> list[tuple]:
-    "Nearest chunks (hash, seq, similarity, metadata) for about `n` documents, restricted to the named collections."
+    "The best chunk (hash, seq, similarity, metadata) of each of the `n` + 10 nearest contents, restricted to the named collections."
     total = vs.count()
     if total <= EXACT_MAX:
         ex = exact_index(store, vs)
@@ -338,19 +341,20 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
             hm = np.isin(ex.hashes, list(hashes))
             mask = hm if mask is None else mask & hm
         return ex.best(qv, n + 10, mask) # one best chunk per content; a few spare for contents outside the filter
-    k = n * per_doc + 10
+    m, k = n + 10, n * per_doc + 10 # contents wanted (as the exact path gives), chunks fetched first
     if not names and hashes is None: # contents no document uses (an edit's old version, until `embed` drops it) take no place here either
-        if (mine := _filtered_chunks(store, vs, names := sorted(store.config.collections) or None)) >= total: return _with_recent(store, vs, qv, vs.query(qv, k), k) # no orphans: the plain query
+        if (mine := _filtered_chunks(store, vs, names := sorted(store.config.collections) or None)) >= total: # no orphans: the plain query
+            return _with_recent(store, vs, qv, _hnsw_nearest(vs, qv, m, k, total), m)
         allowed = _allowed_cached(store, vs, names)
-        return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, k, allowed, total, mine), k, allowed)
+        return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, m, k, allowed, total, mine), m, allowed)
     if names and _filtered_chunks(store, vs, names) < total * SMALL_SHARE: # a small share: exact search over the collections' saved matrix
         ex, mask, extra = _subset(store, vs, names)
         if hashes is not None: mask = np.isin(ex.hashes, list(hashes)) & (True if mask is None else mask)
         got = ex.best(qv, n + 10, mask) # one best chunk per content, as on the exact path above
-        return got if extra is None else _merged(got, extra.best(qv, n + 10, None if hashes is None else np.isin(extra.hashes, list(hashes))), n + 10)
+        return got if extra is None else _per_content(got + extra.best(qv, m, None if hashes is None else np.isin(extra.hashes, list(hashes))), m)
     allowed = _allowed_cached(store, vs, names)
     allowed = allowed if hashes is None else {h: c for h, c in allowed.items() if h in hashes}
-    return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, k, allowed, total), k, allowed)
+    return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, m, k, allowed, total), m, allowed)
 
 # %% ../../nbs/engine/10_vectors.ipynb #18ecd447
 def has_vectors(store:Store, fingerprint:str) -> bool:
