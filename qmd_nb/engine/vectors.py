@@ -238,8 +238,7 @@ def exact_index(store:Store, vs:VectorStore) -> ExactIndex:
 def subset_index(store:Store, vs:VectorStore, names:list[str], # the collections
                  allowed:dict # hash -> chunk count of their embedded contents
                 ) -> tuple[ExactIndex, ExactIndex|None]:
-    """The exact index of some collections' chunks, from memory, its saved copy (of any vector generation: a content's vectors
-    never change within an epoch) or Chroma; and the exact index of the allowed contents it lacks (embedded since), when few."""
+    "Exact index of some collections' chunks (memory, its saved copy of any generation of the epoch, or Chroma), and of the contents it lacks, when few."
     key = hashlib.sha1('\n'.join([chroma_url(store) or '', *sorted(names)]).encode()).hexdigest()[:12]
     f, gen, ep = store.paths.vectors_dir/f'exact-{space_name(vs.fingerprint)}-{key}.npz', vector_generation(store, vs.fingerprint), vector_epoch(store, vs.fingerprint)
     last = store.root.cache.get(('vsubset', vs.fingerprint), (None, None, None))
@@ -292,14 +291,12 @@ def _names_mask(store, vs, ex, names):
 
 def _per_content(chunks:list, m:int) -> list[tuple]:
     "The best chunk of each content, best first, for at most `m` contents (ties in the order given)."
-    seen, out = set(), []
-    for c in sorted(chunks, key=lambda c: -c[2]):
-        if c[0] not in seen: seen.add(c[0]); out.append(c)
-    return out[:m]
+    best = {}
+    for c in sorted(chunks, key=lambda c: -c[2]): best.setdefault(c[0], c)
+    return list(best.values())[:m]
 
 def _hnsw_nearest(vs, qv, m:int, fetch:int, total:int, allowed:dict|None=None) -> list[tuple]:
-    """The best chunk of each of the `m` nearest contents (of `allowed` ones, when given) from HNSW, asked again twice as deep
-    until they are there or every chunk was fetched: a few long documents, or many closer ones outside the filter, can fill any fetch."""
+    "Best chunks of the `m` nearest contents (`allowed` ones, if given): HNSW asked twice as deep until they are there, or all fetched."
     while True:
         got = _per_content([c for c in vs.query(qv, fetch) if allowed is None or c[0] in allowed], m)
         if len(got) >= m or fetch >= total: return got
@@ -343,8 +340,7 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
         return ex.best(qv, n + 10, mask) # one best chunk per content; a few spare for contents outside the filter
     m, k = n + 10, n * per_doc + 10 # contents wanted (as the exact path gives), chunks fetched first
     if not names and hashes is None: # contents no document uses (an edit's old version, until `embed` drops it) take no place here either
-        if (mine := _filtered_chunks(store, vs, names := sorted(store.config.collections) or None)) >= total: # no orphans: the plain query
-            return _with_recent(store, vs, qv, _hnsw_nearest(vs, qv, m, k, total), m)
+        if (mine := _filtered_chunks(store, vs, names := sorted(store.config.collections) or None)) >= total: return _with_recent(store, vs, qv, _hnsw_nearest(vs, qv, m, k, total), m) # no orphans
         allowed = _allowed_cached(store, vs, names)
         return _with_recent(store, vs, qv, _hnsw_filtered(store, vs, qv, m, k, allowed, total, mine), m, allowed)
     if names and _filtered_chunks(store, vs, names) < total * SMALL_SHARE: # a small share: exact search over the collections' saved matrix
