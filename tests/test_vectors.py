@@ -60,3 +60,23 @@ def test_killed_embed_resumes_and_search_works_meanwhile(qmd, tmp_path):
     assert out.startswith(f'Embedded {400 - done} documents')
     assert 'Needs embedding: 0' in qmd('status').stdout
     assert len(qmd.json('vsearch', 'router firewall', '-n', '5', '--format', 'json')) == 5
+
+CHILD = """import sys; from pathlib import Path
+from qmd_nb.engine.store import Store; from qmd_nb.engine.index import update; from qmd_nb.engine.embed import HashEmbedder
+from qmd_nb.engine.vectors import embed
+(Path(sys.argv[2])/'b.md').write_text('# B\\n\\nbeta words here\\n'); st = Store(env={'QMD_NB_HOME': sys.argv[1]}); update(st); embed(st, HashEmbedder(), progress=False)"""
+
+def test_a_second_store_in_a_process_sees_what_another_process_embedded(tmp_path):
+    "A notebook that opens a second Store after another process embedded: Chroma's cached system for the folder is the first Store's, from before."
+    import sys
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.index import add_collection
+    from qmd_nb.engine.embed import HashEmbedder
+    from qmd_nb.engine.vectors import embed, vsearch
+    d = write_tree(tmp_path/'n', {'a.md': '# A\n\nalpha words here\n'}); home = str(tmp_path/'home')
+    first = Store(env={'QMD_NB_HOME': home}); add_collection(first, d, name='n'); embed(first, HashEmbedder(), progress=False)
+    files = lambda st: [r.file for r in vsearch(st, HashEmbedder(), 'alpha', min_score=0)]
+    assert files(first) == ['n/a.md']
+    subprocess.run([sys.executable, '-c', CHILD, home, str(d)], check=True, timeout=300) # another process adds b.md and embeds it
+    assert files(Store(env={'QMD_NB_HOME': home})) == ['n/a.md', 'n/b.md'] # 'Error finding id' before
+    assert files(first) == ['n/a.md', 'n/b.md']

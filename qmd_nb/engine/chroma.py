@@ -101,6 +101,12 @@ def own_generation(store:Store, fingerprint:str, before:int # the generation bef
     c = store.root.cache # the views of a store share its vector store
     if c.get(seen_key(fingerprint)) == before: c[seen_key(fingerprint)] = before + 1
 
+def _systems() -> set:
+    "The folders Chroma holds a system for in this process: one per folder, handed to every client opened there."
+    chromadb_module() # imported as `chroma_client` does (without the IRI grammar)
+    from chromadb.api.shared_system_client import SharedSystemClient as S
+    return set(S._identifier_to_system)
+
 def _forget_client(client):
     "Drop a local client's system from Chroma's per-folder cache: the next client there reads the files afresh (the old one serves who holds it)."
     from chromadb.api.shared_system_client import SharedSystemClient as S
@@ -129,11 +135,13 @@ class VectorStore:
 
     def _open(self):
         "Open the collection, noting the vector generation first: a change made while it opens is seen by `_fresh`."
-        gen, key = vector_generation(self.store, self.fingerprint), ('chroma', self.url)
-        if key not in self.store.cache: self.store.cache[key] = chroma_client(self.store, self.env)
+        gen, key, stale = vector_generation(self.store, self.fingerprint), ('chroma', self.url), False
+        if key not in self.store.cache: # another Store of this process may hold the folder's system, from before another process's writes
+            held = set() if self.url else _systems()
+            self.store.cache[key] = chroma_client(self.store, self.env); stale = getattr(self.store.cache[key], '_identifier', None) in held
         self.col = self.store.cache[key].get_or_create_collection(space_name(self.fingerprint), embedding_function=None,
                         configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': self.fingerprint[:500]})
-        self.store.cache[seen_key(self.fingerprint)] = gen
+        self.store.cache[seen_key(self.fingerprint)] = None if stale else gen # None: `_fresh` opens a system of its own first
 
     def _fresh(self):
         "Open the embedded store again when another process has changed these vectors since: Chroma's client never sees another process's writes (its reads fail: 'Error finding id')."
