@@ -32,6 +32,13 @@ def _hint(st) -> bool:
     if h := empty_hint(st): print(h, file=sys.stderr)
     return bool(h)
 
+def _unembedded(st, how:str # what a search does with such documents ('vsearch cannot find them')
+               ):
+    "Say on stderr how many documents have no vectors yet, and what to run (nothing when none)."
+    from qmd_nb.engine.documents import needs_embedding
+    from qmd_nb.engine.format import plural
+    if n := needs_embedding(st): print(f"Note: {plural(n, 'document')} with no vectors yet, so {how}: run 'qmd-nb embed'", file=sys.stderr)
+
 def _left_out(s) -> str:
     "What discovery saw but did not take, for the summary line ('' when nothing)."
     kinds = sorted(((n, k) for k, n in s.left_out.items() if k not in ('hidden', 'outside')), reverse=True)
@@ -166,8 +173,9 @@ def cmd_get(a):
     d = get(_store(a), a.file, a.from_line, a.max_lines, a.line_numbers)
     if _fmt(a) == 'json': return _json(d)
     if d.context: print(f"Context: {d.context}".replace('\n\n', ' / '), file=sys.stderr)
-    whole = d.from_line == 1 and not d.truncated and not a.line_numbers
-    sys.stdout.write(d.text if whole or d.text.endswith('\n') else d.text + '\n') # a whole file ends as the file does: an exact copy
+    from qmd_nb.engine.convert import CONVERTIBLE
+    whole = d.from_line == 1 and not d.truncated and not a.line_numbers and not d.file.lower().endswith(CONVERTIBLE) # a text file's own
+    sys.stdout.write(d.text if whole or d.text.endswith('\n') else d.text + '\n') # whole text ends as the file does: an exact copy
     if d.truncated: print(f"[... truncated {d.truncated} more lines: --from {d.from_line + a.max_lines} reads on]", file=sys.stderr)
 
 def cmd_multi_get(a):
@@ -245,6 +253,7 @@ def cmd_vsearch(a):
     else:
         st = _store(a)
         res = [] if _hint(st) else run_vsearch(_search_engine(st, a), a.query, a.n, a.min_score, a.collection, _filter(a), not getattr(a, 'all', False))
+        if st.config.collections: _unembedded(st, 'vsearch cannot find them')
     _print_results(res, a)
 
 def cmd_query(a):
@@ -259,6 +268,7 @@ def cmd_query(a):
         p = QueryParams.from_settings(st.config.settings, **dict(a.set or []))
         res = [] if _hint(st) else run_query(_search_engine(st, a), a.query, a.n, a.min_score, a.collection, rerank=not a.no_rerank, explain=a.explain,
                                              filter=_filter(a), collapse=not getattr(a, 'all', False), params=p)[0] # MCP's and REST's rules
+        if st.config.collections: _unembedded(st, 'query finds them by their words only')
     _print_results(res, a, _params_shown(p) if a.mode != 'server' else None)
 
 # %% ../nbs/90_cli.ipynb #2a1b3646

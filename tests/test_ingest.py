@@ -60,7 +60,7 @@ def test_folder_of_mixed_formats(qmd, docs_dir):
     assert qmd.json('search', 'quokka', '--format', 'json')[0]['file'].endswith('docs/memo.docx')
     assert qmd.json('search', 'dashboard port', '--format', 'json')[0]['file'].endswith('docs/guide.html')
     got = qmd('get', 'docs/memo.docx').stdout
-    assert got.startswith('# Rotation memo') and '| restic | 3 |' in got
+    assert got.startswith('# Rotation memo') and '| restic | 3 |' in got and got.endswith('\n') # the shell's prompt on a line of its own
     st = qmd.json('status', '--json')
     fails = {f['file']: f['reason'] for f in st['failures']}
     assert set(fails) == {'docs/scan.pdf', 'docs/broken.docx'}

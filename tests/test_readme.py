@@ -106,3 +106,13 @@ def test_tour_runs_from_the_root():
     r = subprocess.run([str(ROOT/'.venv'/'bin'/'python'), '-c', code], cwd=ROOT, capture_output=True, text=True, encoding='utf-8', timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == shown.strip() and len(list((ROOT/'nbs').rglob('[0-9]*.ipynb'))) == int(shown.split()[0])
+
+def test_tour_outputs_are_of_these_notebooks():
+    "The tour's saved outputs (index.ipynb's, copied into the README) name notebooks that exist, and count them as they are now."
+    readme = (ROOT/'README.md').read_text(encoding='utf-8')
+    tour = readme.split('## A five-minute tour', 1)[1].split('\n## ', 1)[0]
+    stems = {p.stem for p in (ROOT/'nbs').rglob('[0-9]*.ipynb')}
+    named = set(re.findall(r'\bdocs/([0-9][\w.-]*?)\.md\b', tour))
+    assert named and named <= stems, f"the tour shows pages of notebooks that are gone: {sorted(named - stems)} (run nbs/index.ipynb again)"
+    pages, indexed = re.search(r'^(\d+) pages:', tour, re.M), re.search(r'^(\d+) documents indexed', tour, re.M)
+    assert int(pages[1]) == int(indexed[1]) == len(stems), (pages[1], indexed[1], len(stems))

@@ -8,11 +8,13 @@ def test_embed_vsearch_query(qmd, notes):
     assert miss.returncode == 1 and "Vector index not found. Run 'qmd-nb embed' first to create embeddings." in miss.stderr
     q = qmd.json('query', 'copy files to the NAS', '--format', 'json') # no vectors: keyword search, no error
     assert q[0]['file'] == 'notes/backup.md'
+    assert "Note: 8 documents with no vectors yet, so query finds them by their words only: run 'qmd-nb embed'" in qmd('query', 'copy files to the NAS').stderr
     assert 'Needs embedding: 8' in qmd('status').stdout
     out = qmd('embed').stdout
     assert re.match(r'Embedded 8 documents \(\d+ chunks: the model read \d+, the others repeat passages embedded before\) in [\d.]+ s$', out.strip()), out # big.md repeats itself
     st = qmd('status').stdout
     assert 'Needs embedding: 0' in st and 'Vector index: yes' in st
+    assert 'Note:' not in qmd('vsearch', 'how do I keep copies of my data safe').stderr # every document has vectors
     v = qmd.json('vsearch', 'how do I keep copies of my data safe', '--format', 'json')
     assert v[0]['file'] == 'notes/backup.md' and all(r['score'] >= 0.3 for r in v)
     assert qmd.json('vsearch', 'italian food cooking', '-n', '1', '--format', 'json')[0]['file'] == 'notes/cooking/pasta.md'
