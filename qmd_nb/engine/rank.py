@@ -13,10 +13,11 @@ from .keyword import KeywordIndex, BM25Params
 from .segment import EMPTY
 
 # %% auto #0
-__all__ = ['MAX_TERMS', 'MAX_POSITIONS', 'BANDS', 'RUN_PAIRS', 'QUOTED', 'ALIAS', 'ALIAS_HEAD', 'QueryTerms', 'query_terms',
-           'Occurrences', 'occurrences', 'exactness', 'nearness', 'phrase_match', 'proximity_bonus', 'overview_targets',
-           'jaccard', 'similar_pairs', 'group_by_pairs', 'family_pairs', 'copy_pairs', 'duplicate_groups',
-           'title_holders', 'mentions', 'quoted_names', 'title_quoters', 'main_first', 'declared_alias', 'fold_aliases']
+__all__ = ['MAX_TERMS', 'MAX_POSITIONS', 'BANDS', 'RUN_PAIRS', 'ALL_PAIRS', 'QUOTED', 'ALIAS', 'ALIAS_HEAD', 'QueryTerms',
+           'query_terms', 'Occurrences', 'occurrences', 'exactness', 'nearness', 'phrase_match', 'proximity_bonus',
+           'overview_targets', 'jaccard', 'similar_pairs', 'group_by_pairs', 'family_pairs', 'copy_pairs',
+           'duplicate_groups', 'title_holders', 'mentions', 'quoted_names', 'title_quoters', 'main_first',
+           'declared_alias', 'fold_aliases']
 
 # %% ../../nbs/engine/04a_rank.ipynb #93f8a3d8
 MAX_TERMS = 64 # query words that take part in position matching
@@ -178,6 +179,7 @@ def jaccard(a:np.ndarray, b:np.ndarray, rows:int=128) -> np.ndarray:
 BANDS = 16 # LSH bands of a signature: two near-copies share at least one band (at 0.8 overlap, all but 1 in 5000 times)
 
 RUN_PAIRS = 64 # documents sharing one band are compared with the next this many (copies come in small numbers)
+ALL_PAIRS = 160 # up to this many signatures (a query's candidates) every pair within a run is compared: exact there
 
 def similar_pairs(sigs:np.ndarray, threshold:float) -> tuple[np.ndarray, np.ndarray]:
     "Pairs (a, b), a < b, of signatures that share an LSH band and overlap at least `threshold` (whatever their order)."
@@ -189,7 +191,7 @@ def similar_pairs(sigs:np.ndarray, threshold:float) -> tuple[np.ndarray, np.ndar
         key = band[:, :, 0]
         for j in range(1, r): key = key * np.uint64(0x9E3779B97F4A7C15) + band[:, :, j]
     ok = ~(band == EMPTY).all(-1) # an empty band matches nothing
-    if n <= RUN_PAIRS + 1: a, b = _sharing_pairs(key, ok) # few signatures (a query's candidates): every pair compared at once
+    if n <= RUN_PAIRS + 1: a, b = _sharing_pairs(key, ok) # few signatures: every pair compared at once
     else: a, b = _run_pairs(key, ok, n)
     keep = _overlap(sigs[a], sigs[b]) >= threshold
     return a[keep], b[keep]
@@ -200,7 +202,7 @@ def _sharing_pairs(key:np.ndarray, ok:np.ndarray) -> tuple[np.ndarray, np.ndarra
     return np.nonzero(np.triu(share, 1))
 
 def _run_pairs(key:np.ndarray, ok:np.ndarray, n:int) -> tuple[np.ndarray, np.ndarray]:
-    "Pairs (a, b), a < b, of rows sharing a non-empty band's key, compared within runs of equal keys at most `RUN_PAIRS` apart."
+    "Pairs (a, b), a < b, of rows sharing a non-empty band's key, compared within runs of equal keys (at most `RUN_PAIRS` apart past `ALL_PAIRS` rows)."
     b_, d_ = np.nonzero(ok.T) # band-major, documents ascending within a band
     k = key.T[ok.T]
     o = np.lexsort((d_, k, b_)); b_, k, d_ = b_[o], k[o], d_[o]
@@ -209,7 +211,7 @@ def _run_pairs(key:np.ndarray, ok:np.ndarray, n:int) -> tuple[np.ndarray, np.nda
     shared = dup.copy(); shared[:-1] |= dup[1:]
     run, d_ = run[shared], d_[shared] # most documents share no band with any other: drop them first
     A, B = [], []
-    for j in range(1, RUN_PAIRS + 1): # every pair within a run, at most RUN_PAIRS apart
+    for j in range(1, (n if n <= ALL_PAIRS else RUN_PAIRS) + 1): # every pair within a run (a query's candidates), or RUN_PAIRS apart
         same = np.flatnonzero(run[j:] == run[:-j]) if j < len(run) else []
         if not len(same): break
         A.append(d_[same]); B.append(d_[same + j])
