@@ -135,3 +135,19 @@ print(add_collection(st, {str(root)!r}, name='p', workers=2, progress=False).ind
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, encoding='utf-8', timeout=300, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == '603', (r.stdout, r.stderr[-2000:])
     assert len(log.read_text(encoding='utf-8').split()) == 1, log.read_text(encoding='utf-8') # the workers did not run it again
+
+def test_unguarded_script_runs_once_when_converting(tmp_path):
+    "The same for the conversion pool (8 or more PDF, Word or HTML files at once): its workers skip the script too, and leave no traceback."
+    root, log, home = tmp_path/'pages', tmp_path/'ran.log', tmp_path/'home'
+    root.mkdir()
+    for i in range(8): (root/f'p{i}.html').write_text(f'<html><body><h1>Page {i}</h1><p>kiwis {i}</p></body></html>', encoding='utf-8')
+    script = tmp_path/'convert_pages.py'
+    script.write_text(f"""import os
+from qmd_nb.engine.store import Store
+from qmd_nb.engine.index import add_collection
+with open({str(log)!r}, 'a') as f: f.write(f'{{os.getpid()}}\\n')
+print(add_collection(Store(env={{'QMD_NB_HOME': {str(home)!r}}}), {str(root)!r}, name='p', progress=False).indexed)
+""", encoding='utf-8')
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, encoding='utf-8', timeout=120, cwd=tmp_path) # before: the workers ran it again, forever
+    assert r.returncode == 0 and r.stdout.strip() == '8' and 'Traceback' not in r.stderr, (r.stdout, r.stderr[-2000:])
+    assert len(log.read_text(encoding='utf-8').split()) == 1, log.read_text(encoding='utf-8')

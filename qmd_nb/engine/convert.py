@@ -10,6 +10,7 @@ import bisect, datetime as _dt, html, io, os, re, struct, time, zipfile, zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from .errors import QmdError
+from .workers import spawn_pool, starting
 
 # %% auto #0
 __all__ = ['FORMATS', 'KINDS', 'CONVERTED', 'CONVERTIBLE', 'CONTENT_TYPES', 'DEFAULT_MASK', 'CONVERTER_VERSION', 'PDF_MAX_PAGES',
@@ -85,15 +86,16 @@ def utc_iso(v, # a datetime, date, ISO string or POSIX timestamp
     return t.replace('+00:00', 'Z') if z else t
 
 # %% ../../nbs/engine/02a_convert.ipynb #c9766b68
-_PDF_ERRORS = (ValueError, KeyError, IndexError, TypeError, AttributeError, AssertionError, RecursionError,
-               OSError, zlib.error, struct.error, UnicodeError)
+_PARSE_ERRORS = (ValueError, LookupError, TypeError, AttributeError, AssertionError, RuntimeError, SyntaxError, EOFError, OSError,
+                 zlib.error, struct.error) # what the parsers of PDF, Word and HTML raise on a damaged file (RuntimeError: also
+# NotImplementedError, an unknown PDF filter or zip compression, and RecursionError; LookupError: KeyError and IndexError)
 PDF_MAX_PAGES = 5000 # pages read from one PDF: a 2 KB page tree that shares its nodes lists 32,768 (a real book has hundreds)
 PDF_MAX_SECONDS = 120.0 # seconds of text extraction for one PDF: pypdf parses a shared content stream again for every page (89 ms a page, 49 min for that 2 KB file)
 
 def _pdf_info(r) -> dict:
     "Title, author, subject, keywords and dates from a PdfReader's document information."
     try: info = r.metadata
-    except _PDF_ERRORS: return {}
+    except _PARSE_ERRORS: return {}
     if not info: return {}
     out = {}
     for k, attr in (('title', 'title'), ('author', 'author'), ('subject', 'subject')):
@@ -102,7 +104,7 @@ def _pdf_info(r) -> dict:
     if isinstance(kw := info.get('/Keywords'), str) and kw.strip(): out['keywords'] = kw.strip()
     for k, attr in (('created', 'creation_date'), ('modified', 'modification_date')):
         try: v = iso_date(getattr(info, attr))
-        except _PDF_ERRORS: v = None
+        except _PARSE_ERRORS: v = None
         if v: out[k] = v
     return out
 
@@ -134,12 +136,12 @@ def pdf_to_markdown(data:bytes, charset:str|None=None, # unused: every converter
                    ) -> Converted:
     "A PDF's text layer, page by page, with `pages` and `page_lines`."
     from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
+    from pypdf.errors import PyPdfError, DependencyError # DependencyError: a filter needing a program not installed (JBIG2)
     try:
         r = PdfReader(io.BytesIO(data))
         if r.is_encrypted and not r.decrypt(''): raise ConversionError("encrypted PDF (a password is needed)")
         pages = _pdf_pages(r, max_pages, max_seconds)
-    except (PyPdfError, *_PDF_ERRORS) as e: raise ConversionError(f"unreadable PDF: {type(e).__name__}: {e}") from None
+    except (PyPdfError, DependencyError, *_PARSE_ERRORS) as e: raise ConversionError(f"unreadable PDF: {type(e).__name__}: {e}") from None
     if not any(l.strip() for p in pages for l in p):
         raise ConversionError(f"no extractable text (scanned PDF? {len(pages)} page(s) without a text layer; it needs OCR)")
     lines, firsts = [], []
@@ -218,7 +220,7 @@ def docx_to_markdown(data:bytes, charset:str|None=None, # unused: every converte
         styles, default = _docx_styles(d)
         blocks = [(_docx_table(b), 'table') if isinstance(b, Table) else _docx_para(b, styles, default) for b in d.iter_inner_content()]
         meta = _docx_meta(d)
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, SyntaxError, AttributeError) as e:
+    except (PackageNotFoundError, zipfile.BadZipFile, *_PARSE_ERRORS) as e: # a damaged zip: zlib.error, deflate64, an encrypted entry
         raise ConversionError(f"unreadable Word document: {type(e).__name__}: {e}") from None
     out, prev = [], None
     for t, k in blocks:
@@ -328,7 +330,7 @@ def html_to_markdown(data:bytes, charset:str|None=None, # charset the server dec
     h = html2text.HTML2Text(); h.body_width, h.ignore_images, h.unicode_snob, h.single_line_break = 0, True, True, False
     h.out = _capped_out(h, max(len(page) * max_growth, HTML_MIN_OUTPUT), max_growth)
     try: md = _convert_html(h, page, max_seconds)
-    except (AssertionError, ValueError, IndexError) as e: raise ConversionError(f"unreadable HTML: {e}") from None
+    except _PARSE_ERRORS as e: raise ConversionError(f"unreadable HTML: {e}") from None
     md = re.sub(r'\n{3,}', '\n\n', '\n'.join(l.rstrip() for l in md.replace('\r', '').split('\n'))).strip('\n')
     if not md.strip(): raise ConversionError("no extractable text (the HTML page has no text)")
     return Converted(md, {**_html_meta(page), 'file_type': 'html'}, 'html')
@@ -376,11 +378,10 @@ class Converter:
         "Converted or ConversionError for each item, in order."
         if self.workers < 2 or len(items) < self.min_pool: return [_convert_one(i) for i in items]
         from concurrent.futures.process import BrokenProcessPool
-        if self.pool is None:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context('spawn'))
-        try: return list(self.pool.map(_convert_one, items, chunksize=max(1, len(items) // (self.workers * 4))))
+        if self.pool is None: self.pool = spawn_pool(self.workers) # Ctrl-C left to this process, dying with it
+        try:
+            with starting(): got = self.pool.map(_convert_one, items, chunksize=max(1, len(items) // (self.workers * 4))) # workers start
+            return list(got) # here: without the caller's script, which spawn would run again in each
         except BrokenProcessPool: # a worker died (a crash in a native library): finish here, without a pool
             self.pool = None; return [_convert_one(i) for i in items]
 

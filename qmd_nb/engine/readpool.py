@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/readpool.html.md"""
 
 # %% ../../nbs/engine/04d_readpool.ipynb #4d064a25
 from __future__ import annotations
-import errno, hashlib, os, signal, sys, threading
+import errno, hashlib, os
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,6 +15,7 @@ from typing import Iterator, NamedTuple
 from .errors import UsageError
 from .config import setting
 from .text import Analyzer
+from .workers import spawn_pool, children_ignore_ctrl_c, workers_skip_main
 from .convert import decode_text, KINDS, CONVERTED
 from .store import NewDoc
 from .scan import prepare_doc, read_inside
@@ -110,33 +111,7 @@ AHEAD = 4 # tasks a worker may have queued ahead of the reader
 @lru_cache(maxsize=4)
 def _analyzer(stem:bool, stop_words:frozenset) -> Analyzer: return Analyzer(stem, stop_words) # a worker's: its word cache lasts
 
-def _worker_start(parent:int):
-    "In each worker: leave Ctrl-C to the parent (it stops the pool) and die with the parent, even when it is killed."
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError): pass
-    if os.getppid() != parent: os._exit(0) # the parent died before the line above
-    _set_heap(True) # for the worker's whole (short) life
-
-@contextmanager
-def _children_ignore_ctrl_c():
-    "Processes started in here ignore Ctrl-C from their first instruction (an ignored signal stays ignored across exec, and Python then leaves it so)."
-    if threading.current_thread() is not threading.main_thread(): yield; return # only the main thread may set handlers
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN) # a Ctrl-C in these few milliseconds is lost
-    try: yield
-    finally: signal.signal(signal.SIGINT, old)
-
-@contextmanager
-def _workers_skip_main():
-    "Workers started in here do not import `__main__` (spawn re-runs a script's unguarded top level in each worker); they need nothing from it."
-    m = sys.modules['__main__']
-    saved = {k: m.__dict__[k] for k in ('__spec__', '__file__') if k in m.__dict__}
-    m.__dict__.pop('__file__', None); m.__spec__ = None # spawn reads these two to decide what to import (multiprocessing.spawn)
-    try: yield
-    finally:
-        m.__dict__.pop('__spec__', None); m.__dict__.update(saved)
+def _roomy_heap(): _set_heap(True) # a reading worker's whole (short) life
 
 def _read_batch(files:list, collection:str, root:str, stem:bool, stop_words:frozenset) -> list:
     an = _analyzer(stem, stop_words)
@@ -150,10 +125,8 @@ def read_files(files:list[ToRead], collection:str, root:str, an:Analyzer,
     if workers < 2 or len(files) < min_pool:
         for f in files: yield read_file(f, collection, root, an)
         return
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
     todo = deque(files[i:i + BATCH] for i in range(0, len(files), BATCH))
-    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn'), initializer=_worker_start, initargs=(os.getpid(),))
+    pool = spawn_pool(workers, _roomy_heap) # `qmd_nb.engine.workers`: Ctrl-C left to this process, dying with it
     try: yield from _in_order(pool, todo, AHEAD * workers, (collection, root, an.stem, an.stop_words))
     finally: pool.shutdown(wait=True, cancel_futures=True) # on an error or Ctrl-C too: only the tasks under way are finished
 
@@ -162,8 +135,8 @@ def _in_order(pool, todo:deque, ahead:int, args:tuple) -> Iterator:
     from concurrent.futures.process import BrokenProcessPool
     queued = deque()
     def submit(b):
-        with _workers_skip_main(): return pool.submit(_read_batch, b, *args) # a submit may start a worker
-    with _children_ignore_ctrl_c(): # the workers start with the first tasks: a Ctrl-C while they import must not print their tracebacks
+        with workers_skip_main(): return pool.submit(_read_batch, b, *args) # a submit may start a worker
+    with children_ignore_ctrl_c(): # the workers start with the first tasks: a Ctrl-C while they import must not print their tracebacks
         while todo and len(queued) < ahead: b = todo.popleft(); queued.append((b, submit(b)))
     while todo or queued:
         while todo and len(queued) < ahead: b = todo.popleft(); queued.append((b, submit(b)))

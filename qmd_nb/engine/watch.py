@@ -97,7 +97,8 @@ def _identities(roots:dict) -> dict:
         except OSError: return None
     return {n: ident(p) for n, p in roots.items()}
 
-STORM_PATHS = 500 # a batch of this many paths in one collection: once events stop, the collection is checked whole (events may have been lost)
+STORM_PATHS = 500 # a batch of this many paths (ignored ones too: node_modules, .git): once events stop, the collections are checked whole
+# (the kernel's event queue, shared by every watch, may have overflowed: any collection may have lost events)
 WAIT_MS = 1000 # the watch wakes at least this often without events: to bring in held-back hot files and to look at the mounts
 CHECK_SECONDS = 1.0 # how often the watched folders' identities and the mounts under them are compared with what was armed
 HOT_FILE_SECONDS = 5.0 # a file changed in two batches running (a growing log) is indexed again at most this often while it keeps changing...
@@ -195,9 +196,21 @@ class Watcher:
 
     def start(self) -> Watcher:
         "Start watching (returns at once; `wait_ready` waits until the watch is armed and caught up)."
-        for fn in (self._watch_loop, self._embed_loop):
-            t = threading.Thread(target=fn, daemon=True, name=f'qmd-nb-{fn.__name__[1:]}'); t.start(); self._threads.append(t)
+        for fn, field_ in ((self._watch_loop, 'error'), (self._embed_loop, 'vectors')):
+            t = threading.Thread(target=self._told(fn, field_), daemon=True, name=f'qmd-nb-{fn.__name__[1:]}'); t.start(); self._threads.append(t)
         return self
+
+    def _told(self, fn, field_:str # the status field that says so: 'error' (the watch) or 'vectors' (the embedding)
+             ):
+        "`fn` as a thread's whole work: if a bug ends it, the status says it stopped and why (not 'Watching'), and it is raised on."
+        def run():
+            try: fn()
+            except BaseException as e:
+                why = f"{type(e).__name__}: {e}"
+                if field_ == 'error': self._set(watching=False, error=f"the watcher stopped: {why}"); self._ready.set()
+                else: self._set(vectors=f"error: the embedding stopped: {why}")
+                raise
+        return run
 
     def wait_ready(self, timeout:float|None=None) -> bool:
         "Wait until the watch is armed and the catch-up update is done."
@@ -245,7 +258,7 @@ class Watcher:
 
     def _watch(self, notify, roots:dict, catch_up:bool) -> bool:
         "One armed watch of `roots` (caught up first, if asked), until stopped or it must be armed again; whether the next one must catch up."
-        storm, ids, mounts, check = set(), _identities(roots), _mount_points(roots), time.monotonic() + CHECK_SECONDS
+        storm, ids, mounts, check, tops = set(), _identities(roots), _mount_points(roots), time.monotonic() + CHECK_SECONDS, set(roots.values())
         self._linked = {name for name, root in roots.items() if has_dir_links(root)} # updated whole: which of a file's two paths is its document is the walk's choice
         with notify(sorted(set(roots.values())), False, False, 300, True, False) as n: # armed: what changes from now on is seen
             self._set(error=None)
@@ -253,6 +266,8 @@ class Watcher:
             self._ready.set()
             while not self.stopping.is_set():
                 got = n.watch(self.debounce_ms, self.step_ms, WAIT_MS, self.stopping) # a set of (change, path), or 'timeout' / 'stop'
+                if isinstance(got, set) and any(p in tops for _, p in got): return True # a watched folder itself went (rm -rf, a restore):
+                # its watch went with it, and one made again at once may have its inode number, which `_identities` would not tell apart
                 paths = self._hot.take({p for _, p in got} if isinstance(got, set) else set(), time.monotonic())
                 if paths: t0 = time.monotonic(); storm |= self._apply(paths, roots); self._hot.spent(paths, time.monotonic() - t0)
                 elif storm: self._rescan(storm); storm = set() # quiet after a storm: the kernel drops events when its queue overflows, and watchfiles does not say so
@@ -282,14 +297,15 @@ class Watcher:
     def _apply(self, changed:set, roots:dict) -> set:
         "Bring one batch of changed paths (absolute) into the index; the collections it changed so much that they are checked whole once it is quiet."
         t, routed = time.time(), route(changed, roots)
-        if not routed: return set()
+        storm = set(roots) if len(changed) >= self.storm else set() # counted before `route` leaves out what is ignored
+        if not routed: return storm
         self._set(pending=sum(map(len, routed.values())), last_change=(ts := now_iso()))
         for n, paths in routed.items(): self._note([n], pending=len(paths), last_change=ts)
         self._linked |= {n for n, rels in routed.items() if any(_dir_link(os.path.join(roots[n], r), roots[n]) for r in rels)} # a link to a folder made
         whole = sorted(self._linked & routed.keys())
         self._batch(lambda: [update_paths(self.store, name, paths) for name, paths in routed.items() if name not in whole] +
                             (update(self.store, whole, progress=False) if whole else []), t, list(routed))
-        return {n for n, paths in routed.items() if len(paths) >= self.storm}
+        return storm
 
     def _batch(self, work:Callable, t:float, names:list):
         "Run one batch of index work on collections `names`; record it, tell the listeners, and wake the embedder."
