@@ -337,3 +337,31 @@ def test_mcp_bad_input_is_refused_clearly(shared):
     assert unknown.is_error and 'drop_index' in unknown.content[0].text
     assert not after.is_error and after.structured_content['results'][0]['file'] == 'notes/backup.md'
     assert index_state(qmd) == before
+
+def test_vector_searches_beside_another_process_embedding_keep_the_store_whole(qmd, tmp_path):
+    "Chroma's embedded store is not safe for two processes at once (its reads write index files too): a server searching while a terminal embeds wrecked it for good (every vsearch 500 after, the CLI's too) until each process took turns."
+    import random, threading
+    qmd.env['QMD_NB_EMBED_MODEL'] = 'hash' # instant vectors: the turns are the point, not the model
+    rng, words = random.Random(7), [f'w{i}' for i in range(300)]
+    page = lambda i, salt: f'# Note {i}\n\n' + ' '.join(rng.sample(words, 40)) + f' {salt}{i}\n'
+    root = tmp_path/'w'; root.mkdir()
+    for i in range(1200): (root/f'n{i}.md').write_text(page(i, 'first'), encoding='utf-8')
+    qmd('collection', 'add', root, '--name', 'w'); qmd('embed')
+    s = Server(qmd); codes, stop = {}, threading.Event()
+    def reader(path):
+        while not stop.is_set():
+            r = s.post(path, {'query': ' '.join(rng.sample(words, 3)), 'limit': 10})
+            codes[(path, r.status_code)] = codes.get((path, r.status_code), 0) + 1
+    threads = [threading.Thread(target=reader, args=(p,)) for p in ('/vsearch', '/query', '/vsearch')]
+    try:
+        for t in threads: t.start()
+        for k in range(3): # a terminal rewrites half the notes, and embeds them, while the server answers
+            for i in range(k % 2, 1200, 2): (root/f'n{i}.md').write_text(page(i, f'round{k}'), encoding='utf-8')
+            qmd('update'); qmd('embed')
+    finally:
+        stop.set()
+        for t in threads: t.join(60)
+    after = s.post('/vsearch', {'query': 'round2 w1 w2', 'limit': 3}).status_code
+    cli = qmd('vsearch', 'w1 w2 w3', ok=False).returncode
+    code, _, err = s.stop()
+    assert {c for (_, c) in codes} == {200} and after == 200 and cli == 0, (codes, after, cli, err[-2000:])

@@ -6,7 +6,8 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/chroma.html.md"""
 
 # %% ../../nbs/engine/09a_chroma.ipynb #566a47cb
 from __future__ import annotations
-import hashlib, os, secrets, sys, threading, zipfile
+import fcntl, hashlib, os, secrets, sys, threading, zipfile
+from contextlib import contextmanager
 from pathlib import Path
 import numpy as np
 from .errors import DiskFull, UsageError, disk_full, no_room, storage_error
@@ -101,6 +102,18 @@ def own_generation(store:Store, fingerprint:str, before:int # the generation bef
     c = store.root.cache # the views of a store share its vector store
     if c.get(seen_key(fingerprint)) == before: c[seen_key(fingerprint)] = before + 1
 
+def _lock_fd(store:Store) -> int|None:
+    "The embedded store's lock file, open (one per store), holding the count of turns taken at it; None for a read-only index (a private copy)."
+    c = store.root.cache
+    if 'vectors-lock' not in c:
+        try:
+            if store.readonly: c['vectors-lock'] = None
+            else: store.paths.vectors_dir.mkdir(parents=True, exist_ok=True); c['vectors-lock'] = os.open(store.paths.vectors_dir/'.qmd-nb.lock', os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError: c['vectors-lock'] = None # a full disk: no lock file, as on a copy
+    return c['vectors-lock']
+
+def _turns(fd:int) -> int: return int.from_bytes(os.pread(fd, 8, 0).ljust(8, b'\0'), 'little')
+
 def _systems() -> set:
     "The folders Chroma holds a system for in this process: one per folder, handed to every client opened there."
     chromadb_module() # imported as `chroma_client` does (without the IRI grammar)
@@ -136,20 +149,39 @@ class VectorStore:
     def _open(self):
         "Open the collection, noting the vector generation first: a change made while it opens is seen by `_fresh`."
         gen, key, stale = vector_generation(self.store, self.fingerprint), ('chroma', self.url), False
+        fd = None if self.url else _lock_fd(self.store); turns = None if fd is None else _turns(fd) # read before the files are
         if key not in self.store.cache: # another Store of this process may hold the folder's system, from before another process's writes
             held = set() if self.url else _systems()
             self.store.cache[key] = chroma_client(self.store, self.env); stale = getattr(self.store.cache[key], '_identifier', None) in held
         self.col = self.store.cache[key].get_or_create_collection(space_name(self.fingerprint), embedding_function=None,
                         configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': self.fingerprint[:500]})
         self.store.cache[seen_key(self.fingerprint)] = None if stale else gen # None: `_fresh` opens a system of its own first
+        self.store.cache[('vectors-turns', self.fingerprint)] = turns
 
-    def _fresh(self):
+    def _fresh(self, turns:int|None=None # the lock file's count, read under the lock (None: no lock file)
+               ):
         "Open the embedded store again when another process has changed these vectors since: Chroma's client never sees another process's writes (its reads fail: 'Error finding id')."
-        if self.url or self.store.cache.get(seen_key(self.fingerprint)) == vector_generation(self.store, self.fingerprint): return
+        if self.url: return
+        key = ('vectors-turns', self.fingerprint)
+        if self.store.cache.get(seen_key(self.fingerprint)) == vector_generation(self.store, self.fingerprint) and (turns is None or self.store.cache.get(key) == turns): return
         with _opening(self.store):
-            if self.store.cache.get(seen_key(self.fingerprint)) == vector_generation(self.store, self.fingerprint): return # another thread did
             if (old := self.store.cache.pop(('chroma', None), None)) is not None: _forget_client(old)
             self._open()
+
+    @contextmanager
+    def _turn(self):
+        """This process's turn at the embedded store: other processes wait for it, and it is opened again first when another took
+        a turn since. Chroma's embedded store is not safe for two processes at once (even a read may write its index files: two
+        processes wrote them over each other, and every search failed after); a Chroma server (`url`) takes no turns."""
+        if self.url: yield; return
+        with _opening(self.store): # the threads of this process, one at a time
+            if (fd := _lock_fd(self.store)) is None: self._fresh(); yield; return
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                n = _turns(fd); self._fresh(n)
+                yield
+                os.pwrite(fd, (n + 1).to_bytes(8, 'little'), 0); self.store.cache[('vectors-turns', self.fingerprint)] = n + 1 # it may have written
+            finally: fcntl.flock(fd, fcntl.LOCK_UN)
 
     def add(self, hash:str, chunks:list[Chunk], vectors:np.ndarray):
         "Store the vectors of one content's chunks."
@@ -160,20 +192,20 @@ class VectorStore:
                 ):
         "Store many contents' vectors in as few writes as Chroma allows (each write costs ~10-30 ms of its own)."
         rows, V = [(h, c) for h, cs in parts.items() for c in cs], np.asarray(vectors, dtype=np.float32)
-        self._fresh() # a write from a view that lacks another process's vectors would save that view over them
         for k in range(0, len(rows), 5000): # Chroma caps a write at ~5,400 rows
             part = rows[k:k+5000]
-            self.col.upsert(ids=[f'{h}:{c.seq}' for h, c in part], embeddings=V[k:k+len(part)],
-                            metadatas=[dict(hash=h, seq=c.seq, start=c.start_line, end=c.end_line) for h, c in part])
+            with self._turn(): # a write from a view that lacks another process's vectors would save that view over them
+                self.col.upsert(ids=[f'{h}:{c.seq}' for h, c in part], embeddings=V[k:k+len(part)],
+                                metadatas=[dict(hash=h, seq=c.seq, start=c.start_line, end=c.end_line) for h, c in part])
 
     def delete(self, ids:list[str]):
         "Remove vectors by id."
-        self._fresh()
-        for k in range(0, len(ids), 5000): self.col.delete(ids=ids[k:k+5000])
+        for k in range(0, len(ids), 5000):
+            with self._turn(): self.col.delete(ids=ids[k:k+5000])
 
     def clear(self):
         "Remove every vector of this fingerprint (a forced `embed` starts again)."
-        self._fresh(); self.col.delete(where={'seq': {'$gte': 0}})
+        with self._turn(): self.col.delete(where={'seq': {'$gte': 0}})
 
     def count(self) -> int:
         "Stored vectors (from the catalog's record, so no round trip to Chroma), cached until the vectors change."
@@ -188,8 +220,7 @@ class VectorStore:
         `lines` reads the lines of the few chunks shown."""
         k = min(k, self.count())
         if k <= 0: return []
-        self._fresh()
-        r = self.col.query(query_embeddings=np.asarray(vec, dtype=np.float32)[None], n_results=k, include=['distances'])
+        with self._turn(): r = self.col.query(query_embeddings=np.asarray(vec, dtype=np.float32)[None], n_results=k, include=['distances'])
         out = []
         for i, d in zip(r['ids'][0], r['distances'][0]):
             h, _, s = i.rpartition(':'); out.append((h, int(s), 1.0 - d, dict(hash=h, seq=int(s))))
@@ -198,28 +229,26 @@ class VectorStore:
     def lines(self, ids:list[str]) -> dict:
         "Chunk id -> its (start, end) lines, for these chunks (missing ones are left out)."
         out, ids = {}, list(dict.fromkeys(ids)) # copies of one content share its chunk ids; Chroma refuses a repeated id
-        self._fresh()
         for k in range(0, len(ids), 5000):
-            g = self.col.get(ids=ids[k:k+5000], include=['metadatas'])
+            with self._turn(): g = self.col.get(ids=ids[k:k+5000], include=['metadatas'])
             out.update({i: (m['start'], m['end']) for i, m in zip(g['ids'], g['metadatas'])})
         return out
 
     def everything(self, page:int=5000) -> tuple[list[str], np.ndarray, list[dict]]:
         "All stored (ids, vectors, metadatas), read page by page."
         ids, vecs, metas = [], [], []
-        self._fresh()
-        for off in range(0, self.col.count(), page):
-            g = self.col.get(include=['embeddings', 'metadatas'], limit=page, offset=off)
-            ids += g['ids']; metas += g['metadatas']
-            if len(g['ids']): vecs.append(np.asarray(g['embeddings'], dtype=np.float32))
+        with self._turn(): # one turn: pages of one state of the store
+            for off in range(0, self.col.count(), page):
+                g = self.col.get(include=['embeddings', 'metadatas'], limit=page, offset=off)
+                ids += g['ids']; metas += g['metadatas']
+                if len(g['ids']): vecs.append(np.asarray(g['embeddings'], dtype=np.float32))
         return ids, (np.concatenate(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)), metas
 
     def vectors(self, ids:list[str]) -> tuple[list[str], np.ndarray, list[dict]]:
         "Stored (ids, vectors, metadatas) for the given ids (missing ones are left out)."
         out_ids, vecs, metas = [], [], []
-        self._fresh()
         for k in range(0, len(ids), 5000):
-            g = self.col.get(ids=ids[k:k+5000], include=['embeddings', 'metadatas'])
+            with self._turn(): g = self.col.get(ids=ids[k:k+5000], include=['embeddings', 'metadatas'])
             out_ids += g['ids']; metas += g['metadatas']
             if len(g['ids']): vecs.append(np.asarray(g['embeddings'], dtype=np.float32))
         return out_ids, (np.concatenate(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)), metas
