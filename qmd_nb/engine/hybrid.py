@@ -233,6 +233,7 @@ def rescore(store:Store, embedder, query:str, fused:list[Fused], p:QueryParams, 
     head = fused[:k]
     rows = {d.id: d for d in docs_by_ids(store, [f.doc_id for f in head])}
     head = [f for f in head if f.doc_id in rows]
+    if len(head) < 2: return [f.doc_id for f in fused], minmax([f.score for f in fused]).tolist(), {} # the rest left the catalog meanwhile
     rs = get_reranker(store, embedder, p.rerank, p.rerank_window, p.title_words, model=p.rerank_embedder, shortlist=p.rerank_shortlist).score(query, candidates(store, [rows[f.doc_id] for f in head]), qv)
     order, b = rerank_order([f.score for f in head], rs, p, n_terms)
     ids = [head[i].doc_id for i in order] + [f.doc_id for f in fused[k:]]

@@ -287,7 +287,12 @@ def _subset(store, vs, names) -> tuple[ExactIndex, np.ndarray|None, ExactIndex|N
     return _cached(store, vs, 'vsubset', names, build, keep=2) # one per fingerprint in memory: built from Chroma, it is big
 
 def _names_mask(store, vs, ex, names):
-    return _cached(store, vs, 'vmask', names, lambda: np.isin(ex.hashes, list(_allowed_cached(store, vs, names))))
+    "Which contents of `ex` the named collections hold, kept with `ex` itself (a mask made for another exact index does not fit it)."
+    masks, key = ex.__dict__.setdefault('masks', {}), (tuple(sorted(names or ())), generation(store))
+    if key not in masks:
+        if len(masks) >= 8: masks.pop(next(iter(masks))) # a few views' collections, the oldest dropped
+        masks[key] = np.isin(ex.hashes, list(_allowed_cached(store, vs, names)))
+    return masks[key]
 
 def _per_content(chunks:list, m:int) -> list[tuple]:
     "The best chunk of each content, best first, for at most `m` contents (ties in the order given)."
