@@ -288,10 +288,8 @@ def _subset(store, vs, names) -> tuple[ExactIndex, np.ndarray|None, ExactIndex|N
 
 def _names_mask(store, vs, ex, names):
     "Which contents of `ex` the named collections hold, kept with `ex` itself (a mask made for another exact index does not fit it)."
-    masks, key = ex.__dict__.setdefault('masks', {}), (tuple(sorted(names or ())), generation(store))
-    if key not in masks:
-        if len(masks) >= 8: masks.pop(next(iter(masks))) # a few views' collections, the oldest dropped
-        masks[key] = np.isin(ex.hashes, list(_allowed_cached(store, vs, names)))
+    masks, key = ex.__dict__.setdefault('masks', {}), (tuple(sorted(names or ())), generation(store)) # a few views' collections
+    if key not in masks: masks.pop(next(iter(masks))) if len(masks) >= 8 else None; masks[key] = np.isin(ex.hashes, list(_allowed_cached(store, vs, names)))
     return masks[key]
 
 def _per_content(chunks:list, m:int) -> list[tuple]:
@@ -302,10 +300,9 @@ def _per_content(chunks:list, m:int) -> list[tuple]:
 
 def _hnsw_nearest(vs, qv, m:int, fetch:int, total:int, allowed:dict|None=None) -> list[tuple]:
     "Best chunks of the `m` nearest contents (`allowed` ones, if given): HNSW asked twice as deep until they are there, or all fetched."
-    while True:
-        got = _per_content([c for c in vs.query(qv, fetch) if allowed is None or c[0] in allowed], m)
-        if len(got) >= m or fetch >= total: return got
+    while len(got := _per_content([c for c in vs.query(qv, fetch) if allowed is None or c[0] in allowed], m)) < m and fetch < total:
         fetch = min(total, 2 * fetch)
+    return got
 
 def _hnsw_filtered(store, vs, qv, m:int, k:int, allowed:dict, total:int, mine:int|None=None) -> list[tuple]:
     "The `m` nearest contents among `allowed` (hash -> chunk count, `mine` their sum when known) from a big store: over-fetch when many, else exact."
@@ -327,8 +324,7 @@ def recent_index(store:Store, vs:VectorStore) -> ExactIndex:
 
 def _with_recent(store, vs, qv, got:list, m:int, allowed:dict|None=None) -> list[tuple]:
     "HNSW's nearest contents `got`, merged with the nearest recent contents (of those in `allowed`, when given): the best `m`, best first."
-    rec = recent_index(store, vs)
-    return _per_content(got + rec.best(qv, m, None if allowed is None else np.array([h in allowed for h in rec.hashes], dtype=bool)), m)
+    rec = recent_index(store, vs); return _per_content(got + rec.best(qv, m, None if allowed is None else np.array([h in allowed for h in rec.hashes], dtype=bool)), m)
 
 def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[str]|None,
                   hashes:set|None=None, # only these contents (from a metadata filter); None: no such limit
@@ -339,9 +335,7 @@ def vector_chunks(store:Store, vs:VectorStore, qv:np.ndarray, n:int, names:list[
     if total <= EXACT_MAX:
         ex = exact_index(store, vs)
         mask = _names_mask(store, vs, ex, names or sorted(store.config.collections) or None) # contents no document uses (an edit's old
-        if hashes is not None: # version, until `embed` drops it) take no place
-            hm = np.isin(ex.hashes, list(hashes))
-            mask = hm if mask is None else mask & hm
+        if hashes is not None: mask = mask & np.isin(ex.hashes, list(hashes)) # version, until `embed` drops it) take no place
         return ex.best(qv, n + 10, mask) # one best chunk per content; a few spare for contents outside the filter
     m, k = n + 10, n * per_doc + 10 # contents wanted (as the exact path gives), chunks fetched first
     if not names and hashes is None: # contents no document uses (an edit's old version, until `embed` drops it) take no place here either
