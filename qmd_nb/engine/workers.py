@@ -1,4 +1,4 @@
-"""Process pools for reading and converting files: fresh interpreters that leave Ctrl-C to the parent, die with it, and never run the main script again.
+"""Process pools for reading and converting files: Ctrl-C left to the parent, dying with it.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/workers.html.md"""
 
