@@ -144,7 +144,7 @@ class VectorStore:
         with _opening(store): # a search and a watcher's embedding may open it at once: Chroma's client set-up is not thread-safe
             if getattr(self, 'col', None) is not None: return
             self.store, self.fingerprint, self.url, self.env = store, fingerprint, chroma_url(store, env), env
-            self._open()
+            with self._locked(): self._open() # opening writes too (the collection, Chroma's own upkeep)
 
     def _open(self):
         "Open the collection, noting the vector generation first: a change made while it opens is seen by `_fresh`."
@@ -169,19 +169,25 @@ class VectorStore:
             self._open()
 
     @contextmanager
+    def _locked(self):
+        "Hold the lock file (other processes wait); the open file, or None where there is none (a Chroma server, a read-only index)."
+        fd = None if self.url else _lock_fd(self.store)
+        if fd is None: yield None; return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try: yield fd
+        finally: fcntl.flock(fd, fcntl.LOCK_UN)
+
+    @contextmanager
     def _turn(self):
         """This process's turn at the embedded store: other processes wait for it, and it is opened again first when another took
         a turn since. Chroma's embedded store is not safe for two processes at once (even a read may write its index files: two
         processes wrote them over each other, and every search failed after); a Chroma server (`url`) takes no turns."""
         if self.url: yield; return
-        with _opening(self.store): # the threads of this process, one at a time
-            if (fd := _lock_fd(self.store)) is None: self._fresh(); yield; return
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                n = _turns(fd); self._fresh(n)
-                yield
-                os.pwrite(fd, (n + 1).to_bytes(8, 'little'), 0); self.store.cache[('vectors-turns', self.fingerprint)] = n + 1 # it may have written
-            finally: fcntl.flock(fd, fcntl.LOCK_UN)
+        with _opening(self.store), self._locked() as fd: # the threads of this process one at a time, and other processes
+            if fd is None: self._fresh(); yield; return
+            n = _turns(fd); self._fresh(n)
+            yield
+            os.pwrite(fd, (n + 1).to_bytes(8, 'little'), 0); self.store.cache[('vectors-turns', self.fingerprint)] = n + 1 # it may have written
 
     def add(self, hash:str, chunks:list[Chunk], vectors:np.ndarray):
         "Store the vectors of one content's chunks."
