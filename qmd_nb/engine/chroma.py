@@ -187,7 +187,9 @@ class VectorStore:
             if fd is None: self._fresh(); yield; return
             n = _turns(fd); self._fresh(n)
             yield
-            os.pwrite(fd, (n + 1).to_bytes(8, 'little'), 0); self.store.cache[('vectors-turns', self.fingerprint)] = n + 1 # it may have written
+            try: os.pwrite(fd, (n + 1).to_bytes(8, 'little'), 0) # it may have written
+            except OSError: return # a full disk (the count's first 8 bytes): Chroma could not have written either
+            self.store.cache[('vectors-turns', self.fingerprint)] = n + 1
 
     def add(self, hash:str, chunks:list[Chunk], vectors:np.ndarray):
         "Store the vectors of one content's chunks."
