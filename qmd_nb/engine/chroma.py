@@ -156,14 +156,14 @@ class VectorStore:
         self.col = self.store.cache[key].get_or_create_collection(space_name(self.fingerprint), embedding_function=None,
                         configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': self.fingerprint[:500]})
         self.store.cache[seen_key(self.fingerprint)] = None if stale else gen # None: `_fresh` opens a system of its own first
-        self.store.cache[('vectors-turns', self.fingerprint)] = turns
+        self.store.cache[('vectors-turns', self.fingerprint)] = None if stale else turns
 
     def _fresh(self, turns:int|None=None # the lock file's count, read under the lock (None: no lock file)
                ):
         "Open the embedded store again when another process has changed these vectors since: Chroma's client never sees another process's writes (its reads fail: 'Error finding id')."
         if self.url: return
-        key = ('vectors-turns', self.fingerprint)
-        if self.store.cache.get(seen_key(self.fingerprint)) == vector_generation(self.store, self.fingerprint) and (turns is None or self.store.cache.get(key) == turns): return
+        if turns is not None and self.store.cache.get(('vectors-turns', self.fingerprint)) == turns: return # every process's writes count turns
+        if turns is None and self.store.cache.get(seen_key(self.fingerprint)) == vector_generation(self.store, self.fingerprint): return # no lock file
         with _opening(self.store):
             if (old := self.store.cache.pop(('chroma', None), None)) is not None: _forget_client(old)
             self._open()

@@ -10,7 +10,7 @@ import hashlib, time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 from .errors import QmdError, DiskFull, storage_error, disk_full, no_room
@@ -189,6 +189,7 @@ class ExactIndex:
     seq: np.ndarray # chunk number of each row
     lines: np.ndarray # (start, end) line of each row
     M: np.ndarray # the vectors, one row per chunk
+    masks: dict = field(default_factory=dict, repr=False, compare=False) # (collections, catalog generation) -> `_names_mask`'s mask
 
     def best(self, qv:np.ndarray, k:int, group_mask:np.ndarray|None=None) -> list[tuple]:
         "Top-k groups by their best chunk: (hash, seq, similarity, metadata)."
@@ -288,9 +289,9 @@ def _subset(store, vs, names) -> tuple[ExactIndex, np.ndarray|None, ExactIndex|N
 
 def _names_mask(store, vs, ex, names):
     "Which contents of `ex` the named collections hold, kept with `ex` itself (a mask made for another exact index does not fit it)."
-    masks, key = ex.__dict__.setdefault('masks', {}), (tuple(sorted(names or ())), generation(store)) # a few views' collections
-    if key not in masks: masks.pop(next(iter(masks))) if len(masks) >= 8 else None; masks[key] = np.isin(ex.hashes, list(_allowed_cached(store, vs, names)))
-    return masks[key]
+    key = (tuple(sorted(names or ())), generation(store)) # the views' collections, for the current catalog (older ones are dropped)
+    if key not in ex.masks: ex.masks = {k: m for k, m in ex.masks.items() if k[1] == key[1]} | {key: np.isin(ex.hashes, list(_allowed_cached(store, vs, names)))}
+    return ex.masks[key]
 
 def _per_content(chunks:list, m:int) -> list[tuple]:
     "The best chunk of each content, best first, for at most `m` contents (ties in the order given)."
