@@ -239,12 +239,15 @@ def cmd_embed(a):
 def embed_summary(s) -> str:
     "What `qmd-nb embed` did (an `EmbedStats`), in a line."
     dropped = f"dropped the vectors of {s.removed} documents no longer indexed"
-    if not s.documents: return f"Nothing new to embed; {dropped}" if s.removed else "Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)"
+    if not s.documents: return f"Nothing new to embed; {dropped}{_compacted(s)}" if s.removed else "Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)"
     if s.reused: what, pace = f"{s.chunks} chunks: the model read {s.chunks - s.reused}, the others repeat passages embedded before", '' # a pace would be Chroma's
     elif s.startup < 1 or not s.first_chunks: what, pace = f"{s.chunks} chunks", f" ({s.rate:.1f} chunks/s)"
     elif s.first_chunks >= s.chunks: what, pace = f"{s.chunks} chunks", f" ({s.startup:.1f} s of it before the first vectors: loading the model, cutting the first documents)"
     else: what, pace = f"{s.chunks} chunks", f" ({s.rate:.1f} chunks/s once the first vectors came, {s.startup:.1f} s in: loading the model, cutting the first documents)"
-    return f"Embedded {s.documents} documents ({what}) in {s.seconds:.1f} s{pace}" + (f"; {dropped}" if s.removed else '')
+    return f"Embedded {s.documents} documents ({what}) in {s.seconds:.1f} s{pace}" + (f"; {dropped}" if s.removed else '') + _compacted(s)
+
+def _compacted(s) -> str:
+    return f"; compacted the vector store ({s.compacted} vectors kept, the slots of deleted ones given back)" if s.compacted else ''
 
 def cmd_vsearch(a):
     "vsearch"

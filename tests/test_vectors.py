@@ -1,5 +1,6 @@
 "Vectors and hybrid search end to end: the real model, a real Chroma store, real processes."
 import re, signal, sqlite3, subprocess, time
+from pathlib import Path
 from conftest import write_tree, QMD_BIN
 
 def test_embed_vsearch_query(qmd, notes):
@@ -82,3 +83,39 @@ def test_a_second_store_in_a_process_sees_what_another_process_embedded(tmp_path
     subprocess.run([sys.executable, '-c', CHILD, home, str(d)], check=True, timeout=300) # another process adds b.md and embeds it
     assert files(Store(env={'QMD_NB_HOME': home})) == ['n/a.md', 'n/b.md'] # 'Error finding id' before
     assert files(first) == ['n/a.md', 'n/b.md']
+
+CHURN = """import sys; from pathlib import Path
+import qmd_nb.engine.chroma as C; C.COMPACT_MIN = 4
+from qmd_nb.engine.store import Store; from qmd_nb.engine.index import update; from qmd_nb.engine.embed import HashEmbedder
+from qmd_nb.engine.vectors import embed
+d, st = Path(sys.argv[2]), Store(env={'QMD_NB_HOME': sys.argv[1]})
+for r in range(int(sys.argv[3])):
+    for i in range(6): (d/f'n{i}.md').write_text(f'# N{i}\\n\\nnote{i} words, version {r}\\n', encoding='utf-8')
+    update(st); print(embed(st, HashEmbedder(), progress=False).compacted, flush=True)"""
+
+def test_compaction_gives_back_deleted_vectors_while_another_process_searches(tmp_path, monkeypatch):
+    "Another process's edits and embeds leave as many deleted vectors as live ones: its embed rebuilds the collection; a reader searching by HNSW meanwhile always finds every page."
+    import sys
+    import qmd_nb.engine.vectors as V
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.index import add_collection
+    from qmd_nb.engine.embed import HashEmbedder
+    from qmd_nb.engine.chroma import _unlisted_segments, current_space, dead_vectors, space_name
+    monkeypatch.setattr(V, 'EXACT_MAX', 0); monkeypatch.setattr(V, 'RECENT', 0) # Chroma's HNSW answers, not a saved matrix
+    d = write_tree(tmp_path/'n', {'keep.md': '# Keep\n\nalpha words here\n', **{f'n{i}.md': f'# N{i}\n\nnote{i} words\n' for i in range(6)}})
+    home, em = str(tmp_path/'home'), HashEmbedder()
+    reader = Store(env={'QMD_NB_HOME': home}); add_collection(reader, d, name='n'); V.embed(reader, em, progress=False)
+    first = current_space(reader, em.fingerprint)
+    p = subprocess.Popen([sys.executable, '-c', CHURN, home, str(d), '8'], stdout=subprocess.PIPE, text=True, encoding='utf-8')
+    searches = 0
+    while p.poll() is None or searches < 3:
+        assert V.vsearch(reader, em, 'alpha', limit=1)[0].file == 'n/keep.md'; searches += 1
+    assert p.wait(timeout=300) == 0
+    compacted = [int(x) for x in p.stdout.read().split()]
+    assert len(compacted) == 8 and sum(n > 0 for n in compacted) >= 3, compacted # 6 deleted a round, 7 live: every second round
+    assert current_space(reader, em.fingerprint) != first and dead_vectors(reader, em.fingerprint) < 7
+    vectors = Path(home)/'cache'/'index'/'vectors'
+    assert _unlisted_segments(vectors) == [] and len([x for x in vectors.iterdir() if x.is_dir()]) <= 2 # one collection's folder (a new one's may wait)
+    assert [r.file for r in V.vsearch(reader, em, 'note3', limit=1)] == ['n/n3.md'] # the long-lived reader sees the newest copy
+    fresh = Store(env={'QMD_NB_HOME': home})
+    assert sorted(r.file for r in V.vsearch(fresh, em, 'words', limit=10, min_score=0)) == sorted(['n/keep.md', *(f'n/n{i}.md' for i in range(6))])

@@ -11,12 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 import numpy as np
 from .errors import DiskFull, UsageError, disk_full, no_room, storage_error
+from .progress import progress_bar
 from .store import Store
 from .chunk import Chunk
 
 # %% auto #0
-__all__ = ['chroma_url', 'chromadb_module', 'chroma_client', 'space_name', 'vector_generation', 'vector_epoch', 'seen_key',
-           'own_generation', 'VectorStore', 'save_matrix', 'load_matrix', 'prune_matrices']
+__all__ = ['COMPACT_MIN', 'chroma_url', 'chromadb_module', 'chroma_client', 'space_name', 'current_space', 'vector_generation',
+           'vector_epoch', 'seen_key', 'own_generation', 'VectorStore', 'dead_vectors', 'compact_due', 'compact',
+           'save_matrix', 'load_matrix', 'prune_matrices']
 
 # %% ../../nbs/engine/09a_chroma.ipynb #330c2995
 def chroma_url(store:Store, env:dict|None=None) -> str|None:
@@ -78,8 +80,17 @@ def _vectors_copy(store:Store) -> Path:
     return copy
 
 def space_name(fingerprint:str) -> str:
-    "Chroma collection name for an embedding fingerprint."
+    "Chroma collection name for an embedding fingerprint (`current_space` names the one in use, once `compact` rebuilt it)."
     return 'qmdnb-' + hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
+
+def current_space(store:Store, fingerprint:str) -> str:
+    "The Chroma collection holding the vectors of `fingerprint`: `space_name`'s, or the rebuilt one that replaced it (`compact`)."
+    r = store.q("SELECT value FROM kv WHERE key=?", (f'vector-space:{fingerprint}',))
+    return r[0][0] if r else space_name(fingerprint)
+
+def _settings(fingerprint:str) -> dict:
+    "How every collection of vectors is made: our own vectors (no embedding function), cosine distance."
+    return dict(embedding_function=None, configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': fingerprint[:500]})
 
 # %% ../../nbs/engine/09a_chroma.ipynb #8a47f44e
 def vector_generation(store:Store, fingerprint:str) -> int:
@@ -153,8 +164,8 @@ class VectorStore:
         if key not in self.store.cache: # another Store of this process may hold the folder's system, from before another process's writes
             held = set() if self.url else _systems()
             self.store.cache[key] = chroma_client(self.store, self.env); stale = getattr(self.store.cache[key], '_identifier', None) in held
-        self.col = self.store.cache[key].get_or_create_collection(space_name(self.fingerprint), embedding_function=None,
-                        configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': self.fingerprint[:500]})
+        name = space_name(self.fingerprint) if self.url else current_space(self.store, self.fingerprint) # a server's is never rebuilt here
+        self.col = self.store.cache[key].get_or_create_collection(name, **_settings(self.fingerprint))
         self.store.cache[seen_key(self.fingerprint)] = None if stale else gen # None: `_fresh` opens a system of its own first
         self.store.cache[('vectors-turns', self.fingerprint)] = None if stale else turns
 
@@ -207,13 +218,20 @@ class VectorStore:
                                 metadatas=[dict(hash=h, seq=c.seq, start=c.start_line, end=c.end_line) for h, c in part])
 
     def delete(self, ids:list[str]):
-        "Remove vectors by id."
+        "Remove vectors by id (each leaves its slot in Chroma's HNSW index, counted for `compact`)."
         for k in range(0, len(ids), 5000):
             with self._turn(): self.col.delete(ids=ids[k:k+5000])
+            self._dead(len(ids[k:k+5000]))
 
     def clear(self):
         "Remove every vector of this fingerprint (a forced `embed` starts again)."
-        with self._turn(): self.col.delete(where={'seq': {'$gte': 0}})
+        with self._turn(): n = self.col.count(); self.col.delete(where={'seq': {'$gte': 0}})
+        self._dead(n)
+
+    def _dead(self, n:int):
+        if n and not self.url:
+            with self.store.tx() as db: db.execute("INSERT INTO kv VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+?",
+                                                   (f'vectors-dead:{self.fingerprint}', str(n), n))
 
     def count(self) -> int:
         "Stored vectors (from the catalog's record, so no round trip to Chroma), cached until the vectors change."
@@ -260,6 +278,76 @@ class VectorStore:
             out_ids += g['ids']; metas += g['metadatas']
             if len(g['ids']): vecs.append(np.asarray(g['embeddings'], dtype=np.float32))
         return out_ids, (np.concatenate(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)), metas
+
+# %% ../../nbs/engine/09a_chroma.ipynb #f66f387a
+COMPACT_MIN = 2_000 # deleted vectors before a rebuild is worth it (and there must be as many as live ones)
+
+def dead_vectors(store:Store, fingerprint:str) -> int:
+    "Vectors of `fingerprint` deleted since its collection was built: slots Chroma's HNSW index keeps."
+    r = store.q("SELECT value FROM kv WHERE key=?", (f'vectors-dead:{fingerprint}',))
+    return int(r[0][0]) if r else 0
+
+def compact_due(vs:VectorStore, live:int # vectors in use (`VectorStore.count`)
+               ) -> bool:
+    "Whether a rebuild would give back more than it copies (an embedded store with as many deleted vectors as live ones), and there is room for the copy."
+    if vs.url or dead_vectors(vs.store, vs.fingerprint) < max(COMPACT_MIN, live): return False
+    import shutil
+    try: return shutil.disk_usage(vs.store.paths.vectors_dir).free > 8192 * live + (64 << 20) # a generous 8 KB per vector, and 64 MB spare
+    except OSError: return False
+
+def _drop_strays(client, fp:str, keep:set):
+    "Remove collections of `fp` that a stopped compaction left (a partial copy, or the old one it had replaced)."
+    for c in client.list_collections():
+        name = getattr(c, 'name', c)
+        if name.startswith(space_name(fp)) and name not in keep: client.delete_collection(name)
+
+def _unlisted_segments(folder:Path) -> list[Path]:
+    "Index folders of segments Chroma's catalog no longer lists: Chroma 1.x leaves a deleted collection's HNSW files on disk (chroma-core/chroma#5259)."
+    import sqlite3, uuid
+    def segment_like(d): # Chroma names them by the segment's UUID
+        try: return d.is_dir() and str(uuid.UUID(d.name)) == d.name
+        except ValueError: return False
+    try:
+        db = sqlite3.connect(f'file:{folder/"chroma.sqlite3"}?mode=ro', uri=True)
+        try: listed = {r[0] for r in db.execute('SELECT id FROM segments')}
+        finally: db.close()
+    except sqlite3.Error: return [] # not the catalog Chroma keeps today: its files are left alone
+    return [d for d in folder.iterdir() if segment_like(d) and d.name not in listed]
+
+def _vacuum(folder:Path):
+    "Give back the pages of Chroma's SQLite file that the old collection's rows held (they would be reused, but never returned); busy or full: later."
+    import sqlite3
+    try:
+        db = sqlite3.connect(folder/'chroma.sqlite3', timeout=1)
+        try: db.execute('VACUUM')
+        finally: db.close()
+    except sqlite3.Error: pass
+
+def compact(vs:VectorStore, page:int=5000, # vectors copied per turn
+            progress:bool|None=None) -> int:
+    "Copy the live vectors of `vs` into a new collection, which replaces the old one; how many were copied (0: not embedded here)."
+    if vs.url: return 0
+    st, fp, client = vs.store, vs.fingerprint, lambda: vs.store.cache[('chroma', None)]
+    old, new = current_space(st, fp), f'{space_name(fp)}-{secrets.token_hex(4)}'
+    with vs._turn(): _drop_strays(client(), fp, {old}); n = vs.col.count(); client().create_collection(new, **_settings(fp))
+    try:
+        with progress_bar(n, 'Compacting vectors', progress, unit='chunk') as bar:
+            for off in range(0, n, page):
+                with vs._turn(): # the old collection does not change meanwhile: `embed` holds the index's write lock
+                    g = vs.col.get(include=['embeddings', 'metadatas'], limit=page, offset=off)
+                    if g['ids']: client().get_collection(new, embedding_function=None).add(ids=g['ids'], embeddings=g['embeddings'], metadatas=g['metadatas'])
+                bar.update(len(g['ids']))
+    except BaseException:
+        with vs._turn(): _drop_strays(client(), fp, {old}) # stopped: the old collection serves on
+        raise
+    with vs._turn():
+        with st.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES(?, ?)", (f'vector-space:{fp}', new)) # from here on, every process's
+        vs.col = client().get_collection(new, embedding_function=None); client().delete_collection(old) # view opens the new one
+        import shutil
+        for d in _unlisted_segments(st.paths.vectors_dir): shutil.rmtree(d, ignore_errors=True)
+        _vacuum(st.paths.vectors_dir)
+    with st.tx() as db: db.execute("DELETE FROM kv WHERE key=?", (f'vectors-dead:{fp}',)) # last: stopped before, the next run compacts again
+    return n
 
 # %% ../../nbs/engine/09a_chroma.ipynb #5a7e0c02
 def _unlink(*paths):

@@ -21,7 +21,7 @@ from .embedded import pending_hashes, record_embedded, orphan_vectors, count_up,
 from .progress import progress_bar, set_total
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
-from .chroma import VectorStore, space_name, vector_generation, vector_epoch, chroma_url, save_matrix, load_matrix, prune_matrices, chromadb_module
+from .chroma import VectorStore, space_name, vector_generation, vector_epoch, chroma_url, save_matrix, load_matrix, prune_matrices, chromadb_module, compact, compact_due
 
 # %% auto #0
 __all__ = ['ORPHANS_KEPT', 'EXACT_MAX', 'DELTA_MAX', 'SMALL_SHARE', 'OVERFETCH', 'RECENT', 'VectorIndexMissing', 'EmbedStats',
@@ -45,6 +45,7 @@ class EmbedStats:
     seconds: float = 0.0
     startup: float = 0.0 # seconds until the first vectors came back: loading the model (preparing it, on first use) and its first batch
     first_chunks: int = 0 # the chunks of that first batch
+    compacted: int = 0 # live vectors copied into a new collection, which gave back the slots of deleted ones (`compact`)
     @property
     def rate(self) -> float:
         "Chunks the model read per second once it ran (the start-up left out when more chunks followed it)."
@@ -110,7 +111,6 @@ def _write(store:Store, vs, fp:str, part:dict, vecs):
     if vecs is not None: vs.add_many(part, vecs)
     record_embedded(store, fp, {h: len(cs) for h, cs in part.items()}, part)
 
-
 ORPHANS_KEPT = 1000 # contents no document uses whose vectors a run limited to some collections keeps while others wait
 
 def _due(store:Store, fp:str, pending:list) -> dict:
@@ -170,6 +170,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
                 stats.documents += len(part); stats.chunks += len(texts)
             if written: written.result()
         stats.removed += drop_vectors(store, vs, fp, orphans)
+        if compact_due(vs, vs.count()): stats.compacted = compact(vs, progress=progress)
     stats.seconds = time.time() - t0
     return stats
 
@@ -250,7 +251,6 @@ def subset_index(store:Store, vs:VectorStore, names:list[str], # the collections
         prune_matrices([p for p in f.parent.glob(f'exact-{space_name(vs.fingerprint)}-*.npz') if '.' not in p.stem], ep) # a few, of this epoch
     store.root.cache[('vsubset', vs.fingerprint)] = (f, ep, ex)
     return ex, (_build_exact(*vs.vectors([f'{h}:{i}' for h in lack for i in range(allowed[h])])) if lack else None)
-
 
 # %% ../../nbs/engine/10_vectors.ipynb #4fe240e6
 SMALL_SHARE = 1/5 # a filter keeping less than this share of the stored chunks searches them exactly; a bigger one asks HNSW for more
