@@ -154,7 +154,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
         vs = VectorStore(store, fp, env); stats.removed = drop_vectors(store, vs, fp, {}) # what a stopped run left, before anything comes back
         if force:
             with store.tx() as db: db.execute("DELETE FROM embedded WHERE fingerprint=?", (fp,)); forget(db, fp); count_up(db, f'vector-epoch:{fp}') # saved matrices are void
-            vs.clear()
+            vs.clear(); compact(vs, progress=False) # an empty collection of its own now, not a copy of every new vector at the end
         pending = pending_hashes(store, fp, names)
         orphans = _due(store, fp, pending) # dropped at the end: an edited document's old passages serve its new version
         with progress_bar(len(pending), 'Embedding', progress, unit='chunk') as bar, closing(planned(store, embedder, pending, batch_docs)) as parts, \
