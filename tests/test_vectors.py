@@ -119,3 +119,42 @@ def test_compaction_gives_back_deleted_vectors_while_another_process_searches(tm
     assert [r.file for r in V.vsearch(reader, em, 'note3', limit=1)] == ['n/n3.md'] # the long-lived reader sees the newest copy
     fresh = Store(env={'QMD_NB_HOME': home})
     assert sorted(r.file for r in V.vsearch(fresh, em, 'words', limit=10, min_score=0)) == sorted(['n/keep.md', *(f'n/n{i}.md' for i in range(6))])
+
+KILLED = """import sys
+import qmd_nb.engine.chroma as C; from qmd_nb.engine.store import Store; from qmd_nb.engine.embed import HashEmbedder
+st = Store(env={'QMD_NB_HOME': sys.argv[1]}); C.compact(C.VectorStore(st, HashEmbedder(4096).fingerprint), page=25, progress=False)"""
+
+def test_a_killed_compaction_leaves_the_old_collection_and_the_next_embed_completes_it(tmp_path):
+    "SIGKILL half-way through the copy: searches still find every page (the catalog names the old collection); the next `embed` compacts and removes the partial copy."
+    import os, sys
+    from qmd_nb.engine.store import Store
+    from qmd_nb.engine.index import add_collection
+    from qmd_nb.engine.embed import HashEmbedder
+    from qmd_nb.engine.vectors import embed, vsearch
+    from qmd_nb.engine.chroma import VectorStore, _unlisted_segments, current_space
+    d = write_tree(tmp_path/'n', {f'p{i}.md': f'# P{i}\n\npage{i} text\n' for i in range(2000)})
+    home, em = str(tmp_path/'home'), HashEmbedder(4096) # few collisions of words
+    st = Store(env={'QMD_NB_HOME': home}); add_collection(st, d, name='n', progress=False); embed(st, em, progress=False)
+    with st.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES(?, '5000')", (f'vectors-dead:{em.fingerprint}',)) # churn's count
+    space, vectors = current_space(st, em.fingerprint), Path(home)/'cache'/'index'/'vectors'
+    spaces = lambda: sqlite3.connect(f'file:{vectors/"chroma.sqlite3"}?mode=ro', uri=True).execute('SELECT COUNT(*) FROM collections').fetchone()[0]
+    copied = lambda: sqlite3.connect(f'file:{vectors/"chroma.sqlite3"}?mode=ro', uri=True).execute(
+        'SELECT COUNT(*) FROM embeddings e JOIN segments s ON e.segment_id = s.id JOIN collections c ON s.collection = c.id WHERE c.name != ?', (space,)).fetchone()[0]
+    p = subprocess.Popen([sys.executable, '-c', KILLED, home])
+    deadline = time.time() + 120
+    while time.time() < deadline and p.poll() is None:
+        try:
+            if spaces() == 2 and copied() >= 100: break
+        except sqlite3.OperationalError: pass
+        time.sleep(0.02)
+    assert p.poll() is None, 'the compaction ended before it could be killed'
+    p.send_signal(signal.SIGKILL); p.wait()
+    fresh = Store(env={'QMD_NB_HOME': home})
+    assert current_space(fresh, em.fingerprint) == space and spaces() == 2 # the old collection serves; the partial copy waits
+    assert len(VectorStore(fresh, em.fingerprint).everything()[0]) == 2000
+    assert 'n/p1234.md' in [r.file for r in vsearch(fresh, em, 'page1234', limit=5)]
+    s = embed(fresh, em, progress=False) # nothing new to embed, but a compaction due
+    assert (s.documents, s.compacted) == (0, 2000) and current_space(fresh, em.fingerprint) != space
+    assert spaces() == 1 and _unlisted_segments(vectors) == []
+    after = Store(env={'QMD_NB_HOME': home})
+    assert len(VectorStore(after, em.fingerprint).everything()[0]) == 2000 and 'n/p77.md' in [r.file for r in vsearch(after, em, 'page77', limit=5)]

@@ -17,8 +17,8 @@ from .chunk import Chunk
 
 # %% auto #0
 __all__ = ['COMPACT_MIN', 'chroma_url', 'chromadb_module', 'chroma_client', 'space_name', 'current_space', 'vector_generation',
-           'vector_epoch', 'seen_key', 'own_generation', 'VectorStore', 'dead_vectors', 'compact_due', 'compact',
-           'save_matrix', 'load_matrix', 'prune_matrices']
+           'vector_epoch', 'seen_key', 'own_generation', 'VectorStore', 'dead_vectors', 'compact_wanted', 'compact_due',
+           'compact', 'save_matrix', 'load_matrix', 'prune_matrices']
 
 # %% ../../nbs/engine/09a_chroma.ipynb #330c2995
 def chroma_url(store:Store, env:dict|None=None) -> str|None:
@@ -287,10 +287,19 @@ def dead_vectors(store:Store, fingerprint:str) -> int:
     r = store.q("SELECT value FROM kv WHERE key=?", (f'vectors-dead:{fingerprint}',))
     return int(r[0][0]) if r else 0
 
-def compact_due(vs:VectorStore, live:int # vectors in use (`VectorStore.count`)
+def compact_wanted(store:Store, fingerprint:str, live:int|None=None # vectors in use (default: the catalog's count)
+                  ) -> bool:
+    "Whether a rebuild would give back more than it copies: at least `COMPACT_MIN` deleted vectors, and as many as live ones (the catalog alone tells: Chroma stays closed)."
+    dead = dead_vectors(store, fingerprint)
+    if dead < COMPACT_MIN: return False
+    if live is None: live = store.q("SELECT COALESCE(SUM(chunks), 0) FROM embedded WHERE fingerprint=?", (fingerprint,))[0][0]
+    return dead >= live
+
+def compact_due(vs:VectorStore, live:int|None=None # vectors in use (default: the catalog's count)
                ) -> bool:
-    "Whether a rebuild would give back more than it copies (an embedded store with as many deleted vectors as live ones), and there is room for the copy."
-    if vs.url or dead_vectors(vs.store, vs.fingerprint) < max(COMPACT_MIN, live): return False
+    "Whether `compact_wanted` says so for an embedded store (a server keeps its own files), with room on disk for the copy."
+    if vs.url or not compact_wanted(vs.store, vs.fingerprint, live): return False
+    live = vs.count() if live is None else live
     import shutil
     try: return shutil.disk_usage(vs.store.paths.vectors_dir).free > 8192 * live + (64 << 20) # a generous 8 KB per vector, and 64 MB spare
     except OSError: return False
