@@ -15,7 +15,7 @@ DATA = ROOT.parent/'shared'/'data'/'tldr-pages'
 def size_mb(home:Path) -> float: return round(sum(f.stat().st_size for f in (home/'cache'/'index'/'vectors').rglob('*') if f.is_file()) / 1e6, 1)
 
 def run(base:Path, pages:list[Path], rounds:int, share:float, compacting:bool, em) -> list:
-    import qmd_nb.engine.chroma as C
+    import qmd_nb.engine.compact as C
     from qmd_nb.engine.store import Store
     from qmd_nb.engine.index import add_collection, update
     from qmd_nb.engine.vectors import embed

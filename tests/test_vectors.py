@@ -85,7 +85,7 @@ def test_a_second_store_in_a_process_sees_what_another_process_embedded(tmp_path
     assert files(first) == ['n/a.md', 'n/b.md']
 
 CHURN = """import sys; from pathlib import Path
-import qmd_nb.engine.chroma as C; C.COMPACT_MIN = 4
+import qmd_nb.engine.compact as C; C.COMPACT_MIN = 4
 from qmd_nb.engine.store import Store; from qmd_nb.engine.index import update; from qmd_nb.engine.embed import HashEmbedder
 from qmd_nb.engine.vectors import embed
 d, st = Path(sys.argv[2]), Store(env={'QMD_NB_HOME': sys.argv[1]})
@@ -100,7 +100,8 @@ def test_compaction_gives_back_deleted_vectors_while_another_process_searches(tm
     from qmd_nb.engine.store import Store
     from qmd_nb.engine.index import add_collection
     from qmd_nb.engine.embed import HashEmbedder
-    from qmd_nb.engine.chroma import _unlisted_segments, current_space, dead_vectors, space_name
+    from qmd_nb.engine.chroma import current_space
+    from qmd_nb.engine.compact import _unlisted_segments, dead_vectors
     monkeypatch.setattr(V, 'EXACT_MAX', 0); monkeypatch.setattr(V, 'RECENT', 0) # Chroma's HNSW answers, not a saved matrix
     d = write_tree(tmp_path/'n', {'keep.md': '# Keep\n\nalpha words here\n', **{f'n{i}.md': f'# N{i}\n\nnote{i} words\n' for i in range(6)}})
     home, em = str(tmp_path/'home'), HashEmbedder()
@@ -121,8 +122,9 @@ def test_compaction_gives_back_deleted_vectors_while_another_process_searches(tm
     assert sorted(r.file for r in V.vsearch(fresh, em, 'words', limit=10, min_score=0)) == sorted(['n/keep.md', *(f'n/n{i}.md' for i in range(6))])
 
 KILLED = """import sys
-import qmd_nb.engine.chroma as C; from qmd_nb.engine.store import Store; from qmd_nb.engine.embed import HashEmbedder
-st = Store(env={'QMD_NB_HOME': sys.argv[1]}); C.compact(C.VectorStore(st, HashEmbedder(4096).fingerprint), page=25, progress=False)"""
+from qmd_nb.engine.chroma import VectorStore; from qmd_nb.engine.compact import compact; from qmd_nb.engine.store import Store
+from qmd_nb.engine.embed import HashEmbedder
+st = Store(env={'QMD_NB_HOME': sys.argv[1]}); compact(VectorStore(st, HashEmbedder(4096).fingerprint), page=25, progress=False)"""
 
 def test_a_killed_compaction_leaves_the_old_collection_and_the_next_embed_completes_it(tmp_path):
     "SIGKILL half-way through the copy: searches still find every page (the catalog names the old collection); the next `embed` compacts and removes the partial copy."
@@ -131,7 +133,8 @@ def test_a_killed_compaction_leaves_the_old_collection_and_the_next_embed_comple
     from qmd_nb.engine.index import add_collection
     from qmd_nb.engine.embed import HashEmbedder
     from qmd_nb.engine.vectors import embed, vsearch
-    from qmd_nb.engine.chroma import VectorStore, _unlisted_segments, current_space
+    from qmd_nb.engine.chroma import VectorStore, current_space
+    from qmd_nb.engine.compact import _unlisted_segments
     d = write_tree(tmp_path/'n', {f'p{i}.md': f'# P{i}\n\npage{i} text\n' for i in range(2000)})
     home, em = str(tmp_path/'home'), HashEmbedder(4096) # few collisions of words
     st = Store(env={'QMD_NB_HOME': home}); add_collection(st, d, name='n', progress=False); embed(st, em, progress=False)

@@ -11,14 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 import numpy as np
 from .errors import DiskFull, UsageError, disk_full, no_room, storage_error
-from .progress import progress_bar
 from .store import Store
 from .chunk import Chunk
 
 # %% auto #0
-__all__ = ['COMPACT_MIN', 'chroma_url', 'chromadb_module', 'chroma_client', 'space_name', 'current_space', 'vector_generation',
-           'vector_epoch', 'seen_key', 'own_generation', 'VectorStore', 'dead_vectors', 'compact_wanted', 'compact_due',
-           'compact', 'save_matrix', 'load_matrix', 'prune_matrices']
+__all__ = ['chroma_url', 'chromadb_module', 'chroma_client', 'space_name', 'current_space', 'collection_settings',
+           'vector_generation', 'vector_epoch', 'seen_key', 'own_generation', 'disk_state', 'VectorStore',
+           'save_matrix', 'load_matrix', 'prune_matrices']
 
 # %% ../../nbs/engine/09a_chroma.ipynb #330c2995
 def chroma_url(store:Store, env:dict|None=None) -> str|None:
@@ -88,7 +87,7 @@ def current_space(store:Store, fingerprint:str) -> str:
     r = store.q("SELECT value FROM kv WHERE key=?", (f'vector-space:{fingerprint}',))
     return r[0][0] if r else space_name(fingerprint)
 
-def _settings(fingerprint:str) -> dict:
+def collection_settings(fingerprint:str) -> dict:
     "How every collection of vectors is made: our own vectors (no embedding function), cosine distance."
     return dict(embedding_function=None, configuration={'hnsw': {'space': 'cosine'}}, metadata={'fingerprint': fingerprint[:500]})
 
@@ -124,6 +123,19 @@ def _lock_fd(store:Store) -> int|None:
     return c['vectors-lock']
 
 def _turns(fd:int) -> int: return int.from_bytes(os.pread(fd, 8, 0).ljust(8, b'\0'), 'little')
+
+def disk_state(folder:Path) -> tuple:
+    "Size and modification time of each file of the embedded store (Chroma's SQLite file, its segments' folders): what a turn may write."
+    stamp = lambda e: (e.stat(follow_symlinks=False).st_size, e.stat(follow_symlinks=False).st_mtime_ns)
+    out = []
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                if e.name.startswith(('.qmd-nb', 'exact-')): continue # ours: the lock file, saved matrices
+                if not e.is_dir(follow_symlinks=False): out.append((e.name, '', *stamp(e))); continue
+                with os.scandir(e.path) as files: out += [(e.name, f.name, *stamp(f)) for f in files]
+    except OSError: return (secrets.token_hex(8),) # a file went while we looked: changed, as far as anyone can tell
+    return tuple(sorted(out))
 
 def _systems() -> set:
     "The folders Chroma holds a system for in this process: one per folder, handed to every client opened there."
@@ -165,7 +177,7 @@ class VectorStore:
             held = set() if self.url else _systems()
             self.store.cache[key] = chroma_client(self.store, self.env); stale = getattr(self.store.cache[key], '_identifier', None) in held
         name = space_name(self.fingerprint) if self.url else current_space(self.store, self.fingerprint) # a server's is never rebuilt here
-        self.col = self.store.cache[key].get_or_create_collection(name, **_settings(self.fingerprint))
+        self.col = self.store.cache[key].get_or_create_collection(name, **collection_settings(self.fingerprint))
         self.store.cache[seen_key(self.fingerprint)] = None if stale else gen # None: `_fresh` opens a system of its own first
         self.store.cache[('vectors-turns', self.fingerprint)] = None if stale else turns
 
@@ -189,18 +201,23 @@ class VectorStore:
         finally: fcntl.flock(fd, fcntl.LOCK_UN)
 
     @contextmanager
-    def _turn(self):
+    def turn(self):
         """This process's turn at the embedded store: other processes wait for it, and it is opened again first when another took
         a turn since. Chroma's embedded store is not safe for two processes at once (even a read may write its index files: two
         processes wrote them over each other, and every search failed after); a Chroma server (`url`) takes no turns."""
         if self.url: yield; return
         with _opening(self.store), self._locked() as fd: # the threads of this process one at a time, and other processes
             if fd is None: self._fresh(); yield; return
-            n = _turns(fd); self._fresh(n)
-            yield
-            try: os.pwrite(fd, (n + 1).to_bytes(8, 'little'), 0) # it may have written
-            except OSError: return # a full disk (the count's first 8 bytes): Chroma could not have written either
-            self.store.cache[('vectors-turns', self.fingerprint)] = n + 1
+            n, before = _turns(fd), disk_state(self.store.paths.vectors_dir); self._fresh(n) # (opening may write too)
+            try: yield
+            finally:
+                if disk_state(self.store.paths.vectors_dir) != before: self._count_turn(fd, n) # a read that wrote nothing (most do) leaves
+                # the count: other processes' views stay current (reopening costs 0.2 s for 11k chunks by HNSW, more for more)
+
+    def _count_turn(self, fd:int, n:int):
+        try: os.pwrite(fd, (n + 1).to_bytes(8, 'little'), 0)
+        except OSError: return # a full disk (the count's first 8 bytes): Chroma could not have written either
+        self.store.cache[('vectors-turns', self.fingerprint)] = n + 1
 
     def add(self, hash:str, chunks:list[Chunk], vectors:np.ndarray):
         "Store the vectors of one content's chunks."
@@ -213,19 +230,19 @@ class VectorStore:
         rows, V = [(h, c) for h, cs in parts.items() for c in cs], np.asarray(vectors, dtype=np.float32)
         for k in range(0, len(rows), 5000): # Chroma caps a write at ~5,400 rows
             part = rows[k:k+5000]
-            with self._turn(): # a write from a view that lacks another process's vectors would save that view over them
+            with self.turn(): # a write from a view that lacks another process's vectors would save that view over them
                 self.col.upsert(ids=[f'{h}:{c.seq}' for h, c in part], embeddings=V[k:k+len(part)],
                                 metadatas=[dict(hash=h, seq=c.seq, start=c.start_line, end=c.end_line) for h, c in part])
 
     def delete(self, ids:list[str]):
         "Remove vectors by id (each leaves its slot in Chroma's HNSW index, counted for `compact`)."
         for k in range(0, len(ids), 5000):
-            with self._turn(): self.col.delete(ids=ids[k:k+5000])
+            with self.turn(): self.col.delete(ids=ids[k:k+5000])
             self._dead(len(ids[k:k+5000]))
 
     def clear(self):
         "Remove every vector of this fingerprint (a forced `embed` starts again)."
-        with self._turn(): n = self.col.count(); self.col.delete(where={'seq': {'$gte': 0}})
+        with self.turn(): n = self.col.count(); self.col.delete(where={'seq': {'$gte': 0}})
         self._dead(n)
 
     def _dead(self, n:int):
@@ -246,7 +263,7 @@ class VectorStore:
         `lines` reads the lines of the few chunks shown."""
         k = min(k, self.count())
         if k <= 0: return []
-        with self._turn(): r = self.col.query(query_embeddings=np.asarray(vec, dtype=np.float32)[None], n_results=k, include=['distances'])
+        with self.turn(): r = self.col.query(query_embeddings=np.asarray(vec, dtype=np.float32)[None], n_results=k, include=['distances'])
         out = []
         for i, d in zip(r['ids'][0], r['distances'][0]):
             h, _, s = i.rpartition(':'); out.append((h, int(s), 1.0 - d, dict(hash=h, seq=int(s))))
@@ -256,14 +273,14 @@ class VectorStore:
         "Chunk id -> its (start, end) lines, for these chunks (missing ones are left out)."
         out, ids = {}, list(dict.fromkeys(ids)) # copies of one content share its chunk ids; Chroma refuses a repeated id
         for k in range(0, len(ids), 5000):
-            with self._turn(): g = self.col.get(ids=ids[k:k+5000], include=['metadatas'])
+            with self.turn(): g = self.col.get(ids=ids[k:k+5000], include=['metadatas'])
             out.update({i: (m['start'], m['end']) for i, m in zip(g['ids'], g['metadatas'])})
         return out
 
     def everything(self, page:int=5000) -> tuple[list[str], np.ndarray, list[dict]]:
         "All stored (ids, vectors, metadatas), read page by page."
         ids, vecs, metas = [], [], []
-        with self._turn(): # one turn: pages of one state of the store
+        with self.turn(): # one turn: pages of one state of the store
             for off in range(0, self.col.count(), page):
                 g = self.col.get(include=['embeddings', 'metadatas'], limit=page, offset=off)
                 ids += g['ids']; metas += g['metadatas']
@@ -274,89 +291,10 @@ class VectorStore:
         "Stored (ids, vectors, metadatas) for the given ids (missing ones are left out)."
         out_ids, vecs, metas = [], [], []
         for k in range(0, len(ids), 5000):
-            with self._turn(): g = self.col.get(ids=ids[k:k+5000], include=['embeddings', 'metadatas'])
+            with self.turn(): g = self.col.get(ids=ids[k:k+5000], include=['embeddings', 'metadatas'])
             out_ids += g['ids']; metas += g['metadatas']
             if len(g['ids']): vecs.append(np.asarray(g['embeddings'], dtype=np.float32))
         return out_ids, (np.concatenate(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)), metas
-
-# %% ../../nbs/engine/09a_chroma.ipynb #f66f387a
-COMPACT_MIN = 2_000 # deleted vectors before a rebuild is worth it (and there must be as many as live ones)
-
-def dead_vectors(store:Store, fingerprint:str) -> int:
-    "Vectors of `fingerprint` deleted since its collection was built: slots Chroma's HNSW index keeps."
-    r = store.q("SELECT value FROM kv WHERE key=?", (f'vectors-dead:{fingerprint}',))
-    return int(r[0][0]) if r else 0
-
-def compact_wanted(store:Store, fingerprint:str, live:int|None=None # vectors in use (default: the catalog's count)
-                  ) -> bool:
-    "Whether a rebuild would give back more than it copies: at least `COMPACT_MIN` deleted vectors, and as many as live ones (the catalog alone tells: Chroma stays closed)."
-    dead = dead_vectors(store, fingerprint)
-    if dead < COMPACT_MIN: return False
-    if live is None: live = store.q("SELECT COALESCE(SUM(chunks), 0) FROM embedded WHERE fingerprint=?", (fingerprint,))[0][0]
-    return dead >= live
-
-def compact_due(vs:VectorStore, live:int|None=None # vectors in use (default: the catalog's count)
-               ) -> bool:
-    "Whether `compact_wanted` says so for an embedded store (a server keeps its own files), with room on disk for the copy."
-    if vs.url or not compact_wanted(vs.store, vs.fingerprint, live): return False
-    live = vs.count() if live is None else live
-    import shutil
-    try: return shutil.disk_usage(vs.store.paths.vectors_dir).free > 8192 * live + (64 << 20) # a generous 8 KB per vector, and 64 MB spare
-    except OSError: return False
-
-def _drop_strays(client, fp:str, keep:set):
-    "Remove collections of `fp` that a stopped compaction left (a partial copy, or the old one it had replaced)."
-    for c in client.list_collections():
-        name = getattr(c, 'name', c)
-        if name.startswith(space_name(fp)) and name not in keep: client.delete_collection(name)
-
-def _unlisted_segments(folder:Path) -> list[Path]:
-    "Index folders of segments Chroma's catalog no longer lists: Chroma 1.x leaves a deleted collection's HNSW files on disk (chroma-core/chroma#5259)."
-    import sqlite3, uuid
-    def segment_like(d): # Chroma names them by the segment's UUID
-        try: return d.is_dir() and str(uuid.UUID(d.name)) == d.name
-        except ValueError: return False
-    try:
-        db = sqlite3.connect(f'file:{folder/"chroma.sqlite3"}?mode=ro', uri=True)
-        try: listed = {r[0] for r in db.execute('SELECT id FROM segments')}
-        finally: db.close()
-    except sqlite3.Error: return [] # not the catalog Chroma keeps today: its files are left alone
-    return [d for d in folder.iterdir() if segment_like(d) and d.name not in listed]
-
-def _vacuum(folder:Path):
-    "Give back the pages of Chroma's SQLite file that the old collection's rows held (they would be reused, but never returned); busy or full: later."
-    import sqlite3
-    try:
-        db = sqlite3.connect(folder/'chroma.sqlite3', timeout=1)
-        try: db.execute('VACUUM')
-        finally: db.close()
-    except sqlite3.Error: pass
-
-def compact(vs:VectorStore, page:int=5000, # vectors copied per turn
-            progress:bool|None=None) -> int:
-    "Copy the live vectors of `vs` into a new collection, which replaces the old one; how many were copied (0: not embedded here)."
-    if vs.url: return 0
-    st, fp, client = vs.store, vs.fingerprint, lambda: vs.store.cache[('chroma', None)]
-    old, new = current_space(st, fp), f'{space_name(fp)}-{secrets.token_hex(4)}'
-    with vs._turn(): _drop_strays(client(), fp, {old}); n = vs.col.count(); client().create_collection(new, **_settings(fp))
-    try:
-        with progress_bar(n, 'Compacting vectors', progress, unit='chunk') as bar:
-            for off in range(0, n, page):
-                with vs._turn(): # the old collection does not change meanwhile: `embed` holds the index's write lock
-                    g = vs.col.get(include=['embeddings', 'metadatas'], limit=page, offset=off)
-                    if g['ids']: client().get_collection(new, embedding_function=None).add(ids=g['ids'], embeddings=g['embeddings'], metadatas=g['metadatas'])
-                bar.update(len(g['ids']))
-    except BaseException:
-        with vs._turn(): _drop_strays(client(), fp, {old}) # stopped: the old collection serves on
-        raise
-    with vs._turn():
-        with st.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES(?, ?)", (f'vector-space:{fp}', new)) # from here on, every process's
-        vs.col = client().get_collection(new, embedding_function=None); client().delete_collection(old) # view opens the new one
-        import shutil
-        for d in _unlisted_segments(st.paths.vectors_dir): shutil.rmtree(d, ignore_errors=True)
-        _vacuum(st.paths.vectors_dir)
-    with st.tx() as db: db.execute("DELETE FROM kv WHERE key=?", (f'vectors-dead:{fp}',)) # last: stopped before, the next run compacts again
-    return n
 
 # %% ../../nbs/engine/09a_chroma.ipynb #5a7e0c02
 def _unlink(*paths):

@@ -21,7 +21,8 @@ from .embedded import pending_hashes, record_embedded, orphan_vectors, count_up,
 from .progress import progress_bar, set_total
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
-from .chroma import VectorStore, space_name, vector_generation, vector_epoch, chroma_url, save_matrix, load_matrix, prune_matrices, chromadb_module, compact, compact_due, compact_wanted
+from .chroma import VectorStore, space_name, vector_generation, vector_epoch, chroma_url, save_matrix, load_matrix, prune_matrices, chromadb_module
+from .compact import compact, compact_due, compact_wanted
 
 # %% auto #0
 __all__ = ['ORPHANS_KEPT', 'EXACT_MAX', 'DELTA_MAX', 'SMALL_SHARE', 'OVERFETCH', 'RECENT', 'VectorIndexMissing', 'EmbedStats',
@@ -148,8 +149,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
     def started(done):
         if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
     names = collection_names(store, collections)
-    if not (force or dropping(store, fp) or (pending := pending_hashes(store, fp, names)) or _due(store, fp, pending) or compact_wanted(store, fp)): return stats # nothing
-    # to do: Chroma (2 s to import) stays closed
+    if not (force or dropping(store, fp) or (pending := pending_hashes(store, fp, names)) or _due(store, fp, pending) or compact_wanted(store, fp)): return stats # nothing to do: Chroma stays closed
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env); stats.removed = drop_vectors(store, vs, fp, {}) # what a stopped run left, before anything comes back
         if force:
