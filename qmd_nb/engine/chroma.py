@@ -201,7 +201,8 @@ class VectorStore:
         finally: fcntl.flock(fd, fcntl.LOCK_UN)
 
     @contextmanager
-    def turn(self):
+    def turn(self, write:bool=False # a write: counted whatever the files show (a coarse clock may hide it)
+             ):
         """This process's turn at the embedded store: other processes wait for it, and it is opened again first when another took
         a turn since. Chroma's embedded store is not safe for two processes at once (even a read may write its index files: two
         processes wrote them over each other, and every search failed after); a Chroma server (`url`) takes no turns."""
@@ -211,7 +212,7 @@ class VectorStore:
             n, before = _turns(fd), disk_state(self.store.paths.vectors_dir); self._fresh(n) # (opening may write too)
             try: yield
             finally:
-                if disk_state(self.store.paths.vectors_dir) != before: self._count_turn(fd, n) # a read that wrote nothing (most do) leaves
+                if write or disk_state(self.store.paths.vectors_dir) != before: self._count_turn(fd, n) # a read that wrote nothing (most do) leaves
                 # the count: other processes' views stay current (reopening costs 0.2 s for 11k chunks by HNSW, more for more)
 
     def _count_turn(self, fd:int, n:int):
@@ -230,19 +231,19 @@ class VectorStore:
         rows, V = [(h, c) for h, cs in parts.items() for c in cs], np.asarray(vectors, dtype=np.float32)
         for k in range(0, len(rows), 5000): # Chroma caps a write at ~5,400 rows
             part = rows[k:k+5000]
-            with self.turn(): # a write from a view that lacks another process's vectors would save that view over them
+            with self.turn(write=True): # a write from a view that lacks another process's vectors would save that view over them
                 self.col.upsert(ids=[f'{h}:{c.seq}' for h, c in part], embeddings=V[k:k+len(part)],
                                 metadatas=[dict(hash=h, seq=c.seq, start=c.start_line, end=c.end_line) for h, c in part])
 
     def delete(self, ids:list[str]):
         "Remove vectors by id (each leaves its slot in Chroma's HNSW index, counted for `compact`)."
         for k in range(0, len(ids), 5000):
-            with self.turn(): self.col.delete(ids=ids[k:k+5000])
+            with self.turn(write=True): self.col.delete(ids=ids[k:k+5000])
             self._dead(len(ids[k:k+5000]))
 
     def clear(self):
         "Remove every vector of this fingerprint (a forced `embed` starts again)."
-        with self.turn(): n = self.col.count(); self.col.delete(where={'seq': {'$gte': 0}})
+        with self.turn(write=True): n = self.col.count(); self.col.delete(where={'seq': {'$gte': 0}})
         self._dead(n)
 
     def _dead(self, n:int):

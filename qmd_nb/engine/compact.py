@@ -74,18 +74,18 @@ def compact(vs:VectorStore, page:int=5000, # vectors copied per turn
     if vs.url: return 0
     st, fp, client = vs.store, vs.fingerprint, lambda: vs.store.cache[('chroma', None)]
     old, new = current_space(st, fp), f'{space_name(fp)}-{secrets.token_hex(4)}'
-    with vs.turn(): _drop_strays(client(), fp, {old}); n = vs.col.count(); client().create_collection(new, **collection_settings(fp))
+    with vs.turn(write=True): _drop_strays(client(), fp, {old}); n = vs.col.count(); client().create_collection(new, **collection_settings(fp))
     try:
         with progress_bar(n, 'Compacting vectors', progress, unit='chunk') as bar:
             for off in range(0, n, page):
-                with vs.turn(): # the old collection does not change meanwhile: `embed` holds the index's write lock
+                with vs.turn(write=True): # the old collection does not change meanwhile: `embed` holds the index's write lock
                     g = vs.col.get(include=['embeddings', 'metadatas'], limit=page, offset=off)
                     if g['ids']: client().get_collection(new, embedding_function=None).add(ids=g['ids'], embeddings=g['embeddings'], metadatas=g['metadatas'])
                 bar.update(len(g['ids']))
     except BaseException:
-        with vs.turn(): _drop_strays(client(), fp, {old}) # stopped: the old collection serves on
+        with vs.turn(write=True): _drop_strays(client(), fp, {old}) # stopped: the old collection serves on
         raise
-    with vs.turn():
+    with vs.turn(write=True):
         with st.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES(?, ?)", (f'vector-space:{fp}', new)) # from here on, every process's
         vs.col = client().get_collection(new, embedding_function=None); client().delete_collection(old) # view opens the new one
         import shutil
