@@ -1,4 +1,4 @@
-"""Deleted vectors leave slots in Chroma's HNSW index: once they are as many as the live ones, `embed` rebuilds the collection.
+"""Chroma keeps the slots of deleted vectors: once they match the live ones, `embed` rebuilds.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/compact.html.md"""
 
