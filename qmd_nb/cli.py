@@ -239,7 +239,7 @@ def cmd_embed(a):
 def embed_summary(s) -> str:
     "What `qmd-nb embed` did (an `EmbedStats`), in a line."
     dropped = f"dropped the vectors of {s.removed} documents no longer indexed"
-    if not s.documents: return f"Nothing new to embed; {dropped}{_compacted(s)}" if s.removed else "Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)"
+    if not s.documents: return f"Nothing new to embed{'; ' + dropped if s.removed else ''}{_compacted(s)}" if s.removed or s.compacted else "Nothing to embed: every document has its vectors ('qmd-nb embed --force' embeds them again)"
     if s.reused: what, pace = f"{s.chunks} chunks: the model read {s.chunks - s.reused}, the others repeat passages embedded before", '' # a pace would be Chroma's
     elif s.startup < 1 or not s.first_chunks: what, pace = f"{s.chunks} chunks", f" ({s.rate:.1f} chunks/s)"
     elif s.first_chunks >= s.chunks: what, pace = f"{s.chunks} chunks", f" ({s.startup:.1f} s of it before the first vectors: loading the model, cutting the first documents)"

@@ -100,13 +100,13 @@ def test_compaction_gives_back_deleted_vectors_while_another_process_searches(tm
     from qmd_nb.engine.store import Store
     from qmd_nb.engine.index import add_collection
     from qmd_nb.engine.embed import HashEmbedder
-    from qmd_nb.engine.chroma import current_space
+    from qmd_nb.engine.chroma import VectorStore, space_name
     from qmd_nb.engine.compact import _unlisted_segments, dead_vectors
     monkeypatch.setattr(V, 'EXACT_MAX', 0); monkeypatch.setattr(V, 'RECENT', 0) # Chroma's HNSW answers, not a saved matrix
     d = write_tree(tmp_path/'n', {'keep.md': '# Keep\n\nalpha words here\n', **{f'n{i}.md': f'# N{i}\n\nnote{i} words\n' for i in range(6)}})
     home, em = str(tmp_path/'home'), HashEmbedder()
     reader = Store(env={'QMD_NB_HOME': home}); add_collection(reader, d, name='n'); V.embed(reader, em, progress=False)
-    first = current_space(reader, em.fingerprint)
+    first = VectorStore(reader, em.fingerprint).col.id
     p = subprocess.Popen([sys.executable, '-c', CHURN, home, str(d), '8'], stdout=subprocess.PIPE, text=True, encoding='utf-8')
     searches = 0
     while p.poll() is None or searches < 3:
@@ -114,7 +114,8 @@ def test_compaction_gives_back_deleted_vectors_while_another_process_searches(tm
     assert p.wait(timeout=300) == 0
     compacted = [int(x) for x in p.stdout.read().split()]
     assert len(compacted) == 8 and sum(n > 0 for n in compacted) >= 3, compacted # 6 deleted a round, 7 live: every second round
-    assert current_space(reader, em.fingerprint) != first and dead_vectors(reader, em.fingerprint) < 7
+    col = VectorStore(Store(env={'QMD_NB_HOME': home}), em.fingerprint).col
+    assert (col.id != first, col.name, dead_vectors(reader, em.fingerprint) < 7) == (True, space_name(em.fingerprint), True)
     vectors = Path(home)/'cache'/'index'/'vectors'
     assert _unlisted_segments(vectors) == [] and len([x for x in vectors.iterdir() if x.is_dir()]) <= 2 # one collection's folder (a new one's may wait)
     assert [r.file for r in V.vsearch(reader, em, 'note3', limit=1)] == ['n/n3.md'] # the long-lived reader sees the newest copy
@@ -133,13 +134,13 @@ def test_a_killed_compaction_leaves_the_old_collection_and_the_next_embed_comple
     from qmd_nb.engine.index import add_collection
     from qmd_nb.engine.embed import HashEmbedder
     from qmd_nb.engine.vectors import embed, vsearch
-    from qmd_nb.engine.chroma import VectorStore, current_space
+    from qmd_nb.engine.chroma import VectorStore
     from qmd_nb.engine.compact import _unlisted_segments
     d = write_tree(tmp_path/'n', {f'p{i}.md': f'# P{i}\n\npage{i} text\n' for i in range(2000)})
     home, em = str(tmp_path/'home'), HashEmbedder(4096) # few collisions of words
     st = Store(env={'QMD_NB_HOME': home}); add_collection(st, d, name='n', progress=False); embed(st, em, progress=False)
     with st.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES(?, '5000')", (f'vectors-dead:{em.fingerprint}',)) # churn's count
-    space, vectors = current_space(st, em.fingerprint), Path(home)/'cache'/'index'/'vectors'
+    space, vectors = VectorStore(st, em.fingerprint).col.name, Path(home)/'cache'/'index'/'vectors'
     spaces = lambda: sqlite3.connect(f'file:{vectors/"chroma.sqlite3"}?mode=ro', uri=True).execute('SELECT COUNT(*) FROM collections').fetchone()[0]
     copied = lambda: sqlite3.connect(f'file:{vectors/"chroma.sqlite3"}?mode=ro', uri=True).execute(
         'SELECT COUNT(*) FROM embeddings e JOIN segments s ON e.segment_id = s.id JOIN collections c ON s.collection = c.id WHERE c.name != ?', (space,)).fetchone()[0]
@@ -153,11 +154,12 @@ def test_a_killed_compaction_leaves_the_old_collection_and_the_next_embed_comple
     assert p.poll() is None, 'the compaction ended before it could be killed'
     p.send_signal(signal.SIGKILL); p.wait()
     fresh = Store(env={'QMD_NB_HOME': home})
-    assert current_space(fresh, em.fingerprint) == space and spaces() == 2 # the old collection serves; the partial copy waits
+    old_id = VectorStore(fresh, em.fingerprint).col.id
+    assert spaces() == 2 # the old collection serves; the partial copy waits
     assert len(VectorStore(fresh, em.fingerprint).everything()[0]) == 2000
     assert 'n/p1234.md' in [r.file for r in vsearch(fresh, em, 'page1234', limit=5)]
     s = embed(fresh, em, progress=False) # nothing new to embed, but a compaction due
-    assert (s.documents, s.compacted) == (0, 2000) and current_space(fresh, em.fingerprint) != space
+    assert (s.documents, s.compacted, VectorStore(fresh, em.fingerprint).col.id != old_id) == (0, 2000, True)
     assert spaces() == 1 and _unlisted_segments(vectors) == []
     after = Store(env={'QMD_NB_HOME': home})
     assert len(VectorStore(after, em.fingerprint).everything()[0]) == 2000 and 'n/p77.md' in [r.file for r in vsearch(after, em, 'page77', limit=5)]

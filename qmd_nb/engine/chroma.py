@@ -83,7 +83,7 @@ def space_name(fingerprint:str) -> str:
     return 'qmdnb-' + hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
 
 def current_space(store:Store, fingerprint:str) -> str:
-    "The Chroma collection holding the vectors of `fingerprint`: `space_name`'s, or the rebuilt one that replaced it (`compact`)."
+    "The Chroma collection holding the vectors of `fingerprint`: `space_name`'s, or a rebuilt copy while `compact` swaps it in."
     r = store.q("SELECT value FROM kv WHERE key=?", (f'vector-space:{fingerprint}',))
     return r[0][0] if r else space_name(fingerprint)
 
@@ -177,6 +177,8 @@ class VectorStore:
             held = set() if self.url else _systems()
             self.store.cache[key] = chroma_client(self.store, self.env); stale = getattr(self.store.cache[key], '_identifier', None) in held
         name = space_name(self.fingerprint) if self.url else current_space(self.store, self.fingerprint) # a server's is never rebuilt here
+        if name != space_name(self.fingerprint) and name not in {getattr(c, 'name', c) for c in self.store.cache[key].list_collections()}:
+            name = space_name(self.fingerprint) # a compaction stopped after giving the copy its usual name back
         self.col = self.store.cache[key].get_or_create_collection(name, **collection_settings(self.fingerprint))
         self.store.cache[seen_key(self.fingerprint)] = None if stale else gen # None: `_fresh` opens a system of its own first
         self.store.cache[('vectors-turns', self.fingerprint)] = None if stale else turns
@@ -210,9 +212,10 @@ class VectorStore:
         with _opening(self.store), self._locked() as fd: # the threads of this process one at a time, and other processes
             if fd is None: self._fresh(); yield; return
             n, before = _turns(fd), disk_state(self.store.paths.vectors_dir); self._fresh(n) # (opening may write too)
+            if write: self._count_turn(fd, n) # first: a process killed half-way through still sends the others to the files
             try: yield
             finally:
-                if write or disk_state(self.store.paths.vectors_dir) != before: self._count_turn(fd, n) # a read that wrote nothing (most do) leaves
+                if not write and disk_state(self.store.paths.vectors_dir) != before: self._count_turn(fd, n) # a read that wrote nothing (most do) leaves
                 # the count: other processes' views stay current (reopening costs 0.2 s for 11k chunks by HNSW, more for more)
 
     def _count_turn(self, fd:int, n:int):

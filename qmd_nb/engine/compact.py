@@ -10,7 +10,8 @@ import secrets, shutil, sqlite3, uuid
 from pathlib import Path
 from .store import Store
 from .progress import progress_bar
-from .chroma import VectorStore, space_name, current_space, collection_settings
+from .errors import disk_full
+from .chroma import VectorStore, space_name, current_space, collection_settings, chromadb_module
 
 # %% auto #0
 __all__ = ['COMPACT_MIN', 'dead_vectors', 'compact_wanted', 'compact_due', 'compact']
@@ -68,13 +69,24 @@ def _vacuum(folder:Path):
         finally: db.close()
     except sqlite3.Error: pass
 
+def _swap(vs:VectorStore, client, old:str, new:str):
+    "Put the copy in the old collection's place, under its usual name (which every version of qmd-nb opens), and give back the room."
+    st, fp = vs.store, vs.fingerprint
+    with st.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES(?, ?)", (f'vector-space:{fp}', new)) # stopped from here on, it serves
+    client.delete_collection(old)
+    client.get_collection(new, embedding_function=None).modify(name=space_name(fp))
+    with st.tx() as db: db.execute("DELETE FROM kv WHERE key=?", (f'vector-space:{fp}',))
+    vs.col = client.get_collection(space_name(fp), embedding_function=None)
+    for d in _unlisted_segments(st.paths.vectors_dir): shutil.rmtree(d, ignore_errors=True)
+    _vacuum(st.paths.vectors_dir)
+
 def compact(vs:VectorStore, page:int=5000, # vectors copied per turn
             progress:bool|None=None) -> int:
     "Copy the live vectors of `vs` into a new collection, which replaces the old one; how many were copied (0: not embedded here)."
     if vs.url: return 0
     st, fp, client = vs.store, vs.fingerprint, lambda: vs.store.cache[('chroma', None)]
-    old, new = current_space(st, fp), f'{space_name(fp)}-{secrets.token_hex(4)}'
-    with vs.turn(write=True): _drop_strays(client(), fp, {old}); n = vs.col.count(); client().create_collection(new, **collection_settings(fp))
+    new = f'{space_name(fp)}-{secrets.token_hex(4)}'
+    with vs.turn(write=True): old = vs.col.name; _drop_strays(client(), fp, {old}); n = vs.col.count(); client().create_collection(new, **collection_settings(fp))
     try:
         with progress_bar(n, 'Compacting vectors', progress, unit='chunk') as bar:
             for off in range(0, n, page):
@@ -82,14 +94,11 @@ def compact(vs:VectorStore, page:int=5000, # vectors copied per turn
                     g = vs.col.get(include=['embeddings', 'metadatas'], limit=page, offset=off)
                     if g['ids']: client().get_collection(new, embedding_function=None).add(ids=g['ids'], embeddings=g['embeddings'], metadatas=g['metadatas'])
                 bar.update(len(g['ids']))
-    except BaseException:
+    except BaseException as e:
+        short = shutil.disk_usage(st.paths.vectors_dir).free < (64 << 20) # before the partial copy gives its room back
         with vs.turn(write=True): _drop_strays(client(), fp, {old}) # stopped: the old collection serves on
+        if short and isinstance(e, chromadb_module().errors.ChromaError): raise disk_full(st.paths.cache) from None # Chroma's words vary
         raise
-    with vs.turn(write=True):
-        with st.tx() as db: db.execute("INSERT OR REPLACE INTO kv VALUES(?, ?)", (f'vector-space:{fp}', new)) # from here on, every process's
-        vs.col = client().get_collection(new, embedding_function=None); client().delete_collection(old) # view opens the new one
-        import shutil
-        for d in _unlisted_segments(st.paths.vectors_dir): shutil.rmtree(d, ignore_errors=True)
-        _vacuum(st.paths.vectors_dir)
+    with vs.turn(write=True): _swap(vs, client(), old, new)
     with st.tx() as db: db.execute("DELETE FROM kv WHERE key=?", (f'vectors-dead:{fp}',)) # last: stopped before, the next run compacts again
     return n
