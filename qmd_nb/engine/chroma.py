@@ -79,7 +79,7 @@ def _vectors_copy(store:Store) -> Path:
     return copy
 
 def space_name(fingerprint:str) -> str:
-    "Chroma collection name for an embedding fingerprint (`current_space` names the one in use, once `compact` rebuilt it)."
+    "Chroma collection name for an embedding fingerprint (`current_space` names the one in use while `compact` swaps a copy in)."
     return 'qmdnb-' + hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
 
 def current_space(store:Store, fingerprint:str) -> str:

@@ -35,9 +35,8 @@ def compact_wanted(store:Store, fingerprint:str, live:int|None=None # vectors in
 def compact_due(vs:VectorStore, live:int|None=None # vectors in use (default: the catalog's count)
                ) -> bool:
     "Whether `compact_wanted` says so for an embedded store (a server keeps its own files), with room on disk for the copy."
+    live = vs.count() if live is None else live # the catalog's count, cached until the vectors change
     if vs.url or not compact_wanted(vs.store, vs.fingerprint, live): return False
-    live = vs.count() if live is None else live
-    import shutil
     try: return shutil.disk_usage(vs.store.paths.vectors_dir).free > 8192 * live + (64 << 20) # a generous 8 KB per vector, and 64 MB spare
     except OSError: return False
 
@@ -49,7 +48,6 @@ def _drop_strays(client, fp:str, keep:set):
 
 def _unlisted_segments(folder:Path) -> list[Path]:
     "Index folders of segments Chroma's catalog no longer lists: Chroma 1.x leaves a deleted collection's HNSW files on disk (chroma-core/chroma#5259)."
-    import sqlite3, uuid
     def segment_like(d): # Chroma names them by the segment's UUID
         try: return d.is_dir() and str(uuid.UUID(d.name)) == d.name
         except ValueError: return False
@@ -62,7 +60,6 @@ def _unlisted_segments(folder:Path) -> list[Path]:
 
 def _vacuum(folder:Path):
     "Give back the pages of Chroma's SQLite file that the old collection's rows held (they would be reused, but never returned); busy or full: later."
-    import sqlite3
     try:
         db = sqlite3.connect(folder/'chroma.sqlite3', timeout=1)
         try: db.execute('VACUUM')
