@@ -232,7 +232,7 @@ def cmd_embed(a):
     from qmd_nb.engine.vectors import embed
     st = _store(a)
     if _hint(st): return 0
-    s = embed(st, _embedder(st, a), force=a.force, collections=a.collection)
+    s = embed(st, _embedder(st, a), force=a.force, collections=a.collection, compact_now=a.compact)
     if _fmt(a) == 'json': return _json({**s.__dict__, 'rate': round(s.rate, 1)})
     print(embed_summary(s))
 

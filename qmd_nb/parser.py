@@ -170,6 +170,7 @@ def _kv(s):
 def _vector_parsers(sp):
     p = _sub(sp, 'embed', cmd_embed, 'Embed pending documents (resumable; Ctrl-C keeps what is done)')
     p.add_argument('-f', '--force', action='store_true', help='drop this model\'s vectors and embed everything again')
+    p.add_argument('--compact', action='store_true', help='copy the vectors into a new collection now, giving back the room of deleted ones (embed does it by itself once they are as many as the live ones)')
     p.add_argument('-c', '--collection', action='append', help='only this collection (repeatable)'); _format_args(p)
     for name, func, h, ms in (('vsearch', cmd_vsearch, 'Semantic (vector) search', 0.3), ('query', cmd_query, 'Hybrid search: keyword + vectors, expansion, fusion, reranking', 0.0)):
         p = _sub(sp, name, func, h)

@@ -199,3 +199,19 @@ def test_embed_after_an_edit_reads_only_the_changed_passages(qmd, tmp_path):
     (root/'guide.md').unlink(); qmd('update')
     assert qmd('embed').stdout.strip() == 'Nothing new to embed; dropped the vectors of 1 documents no longer indexed'
     assert 'Vector index not found' in qmd('vsearch', 'where do the nightly backups go', ok=False).stderr # none left at all
+
+def test_embed_compact_gives_back_the_room_of_deleted_vectors_at_once(qmd, tmp_path):
+    "`embed --compact`: however few vectors were deleted, the live ones move to a new collection and the old one's files go; searches find the same pages."
+    root = write_tree(tmp_path/'kb', {f'n{i}.md': f'# Note {i}\n\nThe garage drive holds backup number {i} made with restic.' for i in range(6)})
+    qmd('collection', 'add', root, '--name', 'kb'); qmd('embed')
+    for i in range(3): (root/f'n{i}.md').unlink()
+    qmd('update'); assert 'dropped the vectors of 3 documents' in qmd('embed').stdout # 3 deleted: far below the automatic rule
+    vectors = next((tmp_path/'home').rglob('chroma.sqlite3')).parent
+    segments = lambda: {d.name for d in vectors.iterdir() if d.is_dir() and len(d.name) == 36} # Chroma's index folders, named by UUID
+    before, old = qmd.json('vsearch', 'backup made with restic', '--json', '-n', '10'), segments()
+    out = qmd.json('embed', '--compact', '--json')
+    assert out['compacted'] == 3 and out['documents'] == 0, out
+    assert old and len(segments()) == len(old) and not segments() & old # the new collection's folders only: the old one's are gone
+    after = qmd.json('vsearch', 'backup made with restic', '--json', '-n', '10')
+    assert sorted(h['file'] for h in after) == sorted(h['file'] for h in before) == [f'kb/n{i}.md' for i in range(3, 6)]
+    assert qmd('embed', '--compact').stdout.strip().startswith('Nothing new to embed; compacted the vector store (3 vectors kept')

@@ -10,7 +10,7 @@ import secrets, shutil, sqlite3, uuid
 from pathlib import Path
 from .store import Store
 from .progress import progress_bar
-from .errors import disk_full
+from .errors import DiskFull, UsageError, disk_full
 from .chroma import VectorStore, space_name, current_space, collection_settings, chromadb_module
 
 # %% auto #0
@@ -32,13 +32,20 @@ def compact_wanted(store:Store, fingerprint:str, live:int|None=None # vectors in
     if live is None: live = store.q("SELECT COALESCE(SUM(chunks), 0) FROM embedded WHERE fingerprint=?", (fingerprint,))[0][0]
     return dead >= live
 
-def compact_due(vs:VectorStore, live:int|None=None # vectors in use (default: the catalog's count)
+def compact_due(vs:VectorStore, live:int|None=None, # vectors in use (default: the catalog's count)
+                forced:bool=False # asked for ('qmd-nb embed --compact'): whatever the deleted count, and a clear error when it cannot be
                ) -> bool:
-    "Whether `compact_wanted` says so for an embedded store (a server keeps its own files), with room on disk for the copy."
+    "Whether `compact_wanted` says so (or `forced`) for an embedded store (a server keeps its own files), with room on disk for the copy."
+    if forced and vs.url: raise UsageError("The vectors are on a Chroma server (chroma_url), which keeps its own files: there is nothing to compact here")
     live = vs.count() if live is None else live # the catalog's count, cached until the vectors change
-    if vs.url or not compact_wanted(vs.store, vs.fingerprint, live): return False
-    try: return shutil.disk_usage(vs.store.paths.vectors_dir).free > 8192 * live + (64 << 20) # a generous 8 KB per vector, and 64 MB spare
-    except OSError: return False
+    if vs.url or not (forced or compact_wanted(vs.store, vs.fingerprint, live)): return False
+    need = 8192 * live + (64 << 20) # a generous 8 KB per vector, and 64 MB spare
+    try: free = shutil.disk_usage(vs.store.paths.vectors_dir).free
+    except OSError: free = 0
+    if forced and free <= need:
+        raise DiskFull(f"Not enough room beside the index at {vs.store.paths.cache} to compact: a copy of its {live} vectors needs about {need >> 20} MB, "
+                       f"{free >> 20} MB are free; nothing was changed. Free some space and run 'qmd-nb embed --compact' again")
+    return free > need
 
 def _drop_strays(client, fp:str, keep:set):
     "Remove collections of `fp` that a stopped compaction left (a partial copy, or the old one it had replaced)."

@@ -126,9 +126,8 @@ def _vectors(store, vs, embedder, fp:str, texts:list[str], recent:dict, tick, re
     return embed_new(embedder.embed_docs, texts, {**recent, **known_vectors(store, fp, texts, vs.vectors)}, tick)
 
 @contextmanager
-def _stopped_by_disk(store:Store, what:str # what became of the work, for the message
-                    ):
-    "Name a full (or read-only) disk that Chroma or the catalog met on the way, saying what became of the work."
+def _stopped_by_disk(store:Store, what:str):
+    "Name a full (or read-only) disk that Chroma or the catalog met on the way, saying `what` became of the work."
     ChromaError = chromadb_module().errors.ChromaError # not a plain import: that would build the IRI grammar `chromadb_module` skips
     try: yield
     except (ChromaError, DiskFull) as e:
@@ -143,13 +142,14 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
           progress:bool|None=None, # show a bar (default: on a terminal or in a notebook)
           batch_docs:int=256, # contents per model call and write (a commit point for resuming)
           reuse:bool=True, # copy the vectors of chunk texts embedded before, instead of running the model on them again
+          compact_now:bool=False, # compact the vector store whatever the count of deleted vectors (`compact.compact_due`)
           env:dict|None=None) -> EmbedStats:
     "Embed what has no vectors yet."
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
     def started(done):
         if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
     names = collection_names(store, collections)
-    if not (force or dropping(store, fp) or (pending := pending_hashes(store, fp, names)) or _due(store, fp, pending) or compact_wanted(store, fp)): return stats # nothing to do: Chroma stays closed
+    if not (force or compact_now or dropping(store, fp) or (pending := pending_hashes(store, fp, names)) or _due(store, fp, pending) or compact_wanted(store, fp)): return stats # nothing to do: Chroma stays closed
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env); stats.removed = drop_vectors(store, vs, fp, {}) # what a stopped run left, before anything comes back
         if force:
@@ -170,7 +170,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
                 stats.documents += len(part); stats.chunks += len(texts)
             if written: written.result()
         stats.removed += drop_vectors(store, vs, fp, orphans)
-        if compact_due(vs): stats.compacted = compact(vs, progress=progress)
+        if compact_due(vs, forced=compact_now and not force): stats.compacted = compact(vs, progress=progress)
     stats.seconds = time.time() - t0
     return stats
 
