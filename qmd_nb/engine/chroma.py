@@ -203,8 +203,9 @@ class VectorStore:
         finally: fcntl.flock(fd, fcntl.LOCK_UN)
 
     @contextmanager
-    def turn(self, write:bool=False # a write: counted whatever the files show (a coarse clock may hide it)
-             ):
+    def turn(self, write:bool=False, # a write: counted whatever the files show (a coarse clock may hide it)
+             private:bool=False # it writes only to a collection no other process opens (a compaction's copy): not counted
+            ):
         """This process's turn at the embedded store: other processes wait for it, and it is opened again first when another took
         a turn since. Chroma's embedded store is not safe for two processes at once (even a read may write its index files: two
         processes wrote them over each other, and every search failed after); a Chroma server (`url`) takes no turns."""
@@ -212,10 +213,10 @@ class VectorStore:
         with _opening(self.store), self._locked() as fd: # the threads of this process one at a time, and other processes
             if fd is None: self._fresh(); yield; return
             n, before = _turns(fd), disk_state(self.store.paths.vectors_dir); self._fresh(n) # (opening may write too)
-            if write: self._count_turn(fd, n) # first: a process killed half-way through still sends the others to the files
+            if write and not private: self._count_turn(fd, n) # first: a process killed half-way through still sends the others to the files
             try: yield
             finally:
-                if not write and disk_state(self.store.paths.vectors_dir) != before: self._count_turn(fd, n) # a read that wrote nothing (most do) leaves
+                if not (write or private) and disk_state(self.store.paths.vectors_dir) != before: self._count_turn(fd, n) # a read that wrote nothing (most do) leaves
                 # the count: other processes' views stay current (reopening costs 0.2 s for 11k chunks by HNSW, more for more)
 
     def _count_turn(self, fd:int, n:int):

@@ -94,7 +94,8 @@ def compact(vs:VectorStore, page:int=5000, # vectors copied per turn
     try:
         with progress_bar(n, 'Compacting vectors', progress, unit='chunk') as bar:
             for off in range(0, n, page):
-                with vs.turn(write=True): # the old collection does not change meanwhile: `embed` holds the index's write lock
+                with vs.turn(private=True): # the old collection does not change meanwhile (`embed` holds the index's write lock), and other processes
+                    # do not open the copy until the swap: their views stay current, with no opening again after each page
                     g = vs.col.get(include=['embeddings', 'metadatas'], limit=page, offset=off)
                     if g['ids']: client().get_collection(new, embedding_function=None).add(ids=g['ids'], embeddings=g['embeddings'], metadatas=g['metadatas'])
                 bar.update(len(g['ids']))
