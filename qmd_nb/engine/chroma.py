@@ -10,7 +10,7 @@ import fcntl, hashlib, os, secrets, sys, threading, zipfile
 from contextlib import contextmanager
 from pathlib import Path
 import numpy as np
-from .errors import DiskFull, UsageError, disk_full, no_room, storage_error
+from .errors import DiskFull, QmdError, UsageError, disk_full, no_room, storage_error
 from .store import Store
 from .chunk import Chunk
 
@@ -69,13 +69,21 @@ def _writable_vectors(store:Store) -> Path:
         except OSError as e: store._raise_storage(e); raise
     return _vectors_copy(store)
 
-def _vectors_copy(store:Store) -> Path:
-    "A private copy of the vectors folder, in the temporary folder, removed when the process ends."
+def _vectors_copy(store:Store, tries:int=8 # copies taken while another process writes before giving up
+                 ) -> Path:
+    "A private copy of the vectors folder, in the temporary folder, removed when the process ends: one no write went through."
     d = store.paths.vectors_dir
-    import atexit, shutil, tempfile
+    import atexit, shutil, tempfile, time
     copy = Path(tempfile.mkdtemp(prefix='qmd-nb-vectors-')) # removed when the process ends
     atexit.register(shutil.rmtree, copy, True)
-    if d.exists(): shutil.copytree(d, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns('exact-*')) # saved matrices are read where they are
+    for i in range(tries if d.exists() else 0): # the copy cannot take the lock file (another user's, perhaps): it checks the files instead
+        before = disk_state(d)
+        try: shutil.copytree(d, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns('exact-*')) # saved matrices are read where they are
+        except (shutil.Error, FileNotFoundError): pass # a file removed while it was copied (a compaction's old collection)
+        else:
+            if disk_state(d) == before: return copy # else torn: Chroma's SQLite file copied half before a write, half after
+        shutil.rmtree(copy, ignore_errors=True); copy.mkdir(); time.sleep(0.05 * (i + 1))
+    if d.exists(): raise QmdError(f"The vectors at {d} changed while a private copy of them was taken ({tries} times): another process is writing them; run the command again")
     return copy
 
 def space_name(fingerprint:str) -> str:
