@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/store.html.md"""
 
 # %% ../../nbs/engine/03_store.ipynb #3a113716
 from __future__ import annotations
-import json, sqlite3, threading, datetime as _dt
+import json, sqlite3, threading, time, datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from .config import Config, Collection, IndexPaths, index_paths, private_dir, private_file
@@ -99,9 +99,7 @@ class _Tx:
     def __init__(self, store): self.store = store
     def __enter__(self):
         s = self.store; s.lock.acquire()
-        try:
-            db = s.db
-            db.execute('BEGIN IMMEDIATE' if s._txdepth == 0 else f'SAVEPOINT tx{s._txdepth}')
+        try: db = s.db; db.execute('BEGIN IMMEDIATE' if s._txdepth == 0 else f'SAVEPOINT tx{s._txdepth}')
         except BaseException as e: s.lock.release(); s._raise_storage(e); raise
         s._txdepth += 1; s._txowner = threading.get_ident()
         return db
@@ -278,11 +276,13 @@ class Store:
             with self.lock: return self._checked(self.db, sql, args)
         return self._checked(self._reader(), sql, args)
 
-    def _checked(self, db, sql, args) -> list:
-        try: return db.execute(sql, args).fetchall()
-        except sqlite3.OperationalError:
-            check_deadline() # stopped by the progress handler: the request ran out of time
-            raise
+    def _checked(self, db, sql, args, tries:int=4) -> list:
+        for i in range(tries):
+            try: return db.execute(sql, args).fetchall()
+            except sqlite3.OperationalError: check_deadline(); raise # stopped by the progress handler: the request ran out of time (else as it is)
+            except sqlite3.DatabaseError as e: # 'malformed': a read no lock protects (a read-only file system: no locks on the WAL's -shm) saw a
+                if 'malformed' not in str(e) or i == tries - 1: raise # page another process's checkpoint was writing: read again (1 in about
+                time.sleep(0.05 * (i + 1)) # 100 fresh readers of a read-only mount failed so while an embed ran)
 
     def view(self, collections # names a token may see (None: all)
             ) -> Store:
