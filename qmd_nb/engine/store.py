@@ -273,16 +273,17 @@ class Store:
     def q(self, sql:str, args=()) -> list:
         "Run a read query, returning all rows (inside this thread's transaction, its uncommitted rows too)."
         if (self._txdepth and self._txowner == threading.get_ident()) or (self.db and self.readonly): # read-only: one connection, shared
-            with self.lock: return self._checked(self.db, sql, args)
-        return self._checked(self._reader(), sql, args)
+            with self.lock: return self._checked(lambda: self.db, sql, args, self.readonly)
+        return self._checked(self._reader, sql, args)
 
-    def _checked(self, db, sql, args, tries:int=4) -> list:
+    def _checked(self, conn, sql, args, reopen:bool=False, tries:int=4) -> list:
         for i in range(tries):
-            try: return db.execute(sql, args).fetchall()
+            try: return conn().execute(sql, args).fetchall()
             except sqlite3.OperationalError: check_deadline(); raise # stopped by the progress handler: the request ran out of time (else as it is)
-            except sqlite3.DatabaseError as e: # 'malformed': a read no lock protects (a read-only file system: no locks on the WAL's -shm) saw a
-                if 'malformed' not in str(e) or i == tries - 1: raise # page another process's checkpoint was writing: read again (1 in about
-                time.sleep(0.05 * (i + 1)) # 100 fresh readers of a read-only mount failed so while an embed ran)
+            except sqlite3.DatabaseError as e: # 'malformed' on a read-only file system: a reader cannot lock the WAL's -shm there, and its view
+                if 'malformed' not in str(e) or not reopen or i == tries - 1: raise # of the WAL went stale under another process's checkpoint
+                if self._db is not None: self._db.close(); self._db = None # (1 in ~100 fresh readers while an embed ran): a new connection
+                time.sleep(0.05 * (i + 1))
 
     def view(self, collections # names a token may see (None: all)
             ) -> Store:
@@ -296,8 +297,7 @@ class Store:
 
     def close(self):
         with self.lock, self._rlock:
-            for c in self._readers.values(): c.close()
-            self._readers = {}
+            while self._readers: self._readers.popitem()[1].close()
             if self._db is not None: self._db.close(); self._db = None
         for v in self._views.values(): v.close()
 
@@ -391,7 +391,7 @@ class StoreView(Store):
     def shrink_wal(self): self.root.shrink_wal()
     def q(self, sql:str, args=()) -> list:
         "Read through the view's own connection (its temporary views limit the rows)."
-        with self.lock: return self._checked(self.db, sql, args)
+        with self.lock: return self._checked(lambda: self.db, sql, args, self.readonly)
     def close(self):
         with self.lock:
             if self._db is not None: self._db.close(); self._db = None
