@@ -27,7 +27,8 @@ def ensure_schema(store:Store) -> Store:
         with store.root.lock:
             db = store.root.db
             if not store.root.readonly: db.executescript(RECALL_SCHEMA) # a view's connection is read-only
-        if store.root.readonly: _empty_tables(store)
+        if store.root.readonly: _empty_tables(store); store.cache.setdefault('reopened', []).append(lambda: _empty_tables(store)) # and on the
+        # new connection a torn read opens (`Store.q`)
         store.cache['recall_schema'] = True
     return store
 

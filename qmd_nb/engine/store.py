@@ -200,6 +200,7 @@ class Store:
     def save_config(self):
         try: self.config.save(self.paths.config_file)
         except OSError as e: self._raise_storage(e); raise
+    def reload_config(self): self._config = None
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -238,8 +239,6 @@ class Store:
     def is_writing(self) -> bool:
         "Whether this thread holds the write lock (only writers rebuild derived indexes)."
         return self._wdepth > 0 and self._wowner == threading.get_ident()
-
-    def reload_config(self): self._config = None
 
     def tx(self) -> _Tx:
         "A transaction: `with store.tx() as db: ...` commits on success, rolls back on error."
@@ -284,6 +283,7 @@ class Store:
                 if 'malformed' not in str(e) or not reopen or i == tries - 1: raise # of the WAL went stale under another process's checkpoint
                 if self._db is not None: self._db.close(); self._db = None # (1 in ~100 fresh readers while an embed ran): a new connection
                 time.sleep(0.05 * (i + 1))
+                for setup in self.cache.get('reopened', ()): setup() # what others kept on the old connection (recall's TEMP tables)
 
     def view(self, collections # names a token may see (None: all)
             ) -> Store:
