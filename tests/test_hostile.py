@@ -347,6 +347,28 @@ def test_read_only_index_serves_every_read(qmd, notes, tmp_path, mounts):
         code, out, err = s.stop()
         assert code == 0 and 'Traceback' not in err, err[-2000:]
 
+def test_read_only_mount_of_an_index_in_use_opens_read_only(qmd, notes, tmp_path, mounts):
+    from conftest import Qmd
+    qmd('collection', 'add', notes, '--name', 'notes')
+    writer = sqlite3.connect(qmd.home/'cache'/'index'/'catalog.sqlite') # the owner's server has it open: its -wal and -shm are there
+    writer.execute('SELECT COUNT(*) FROM documents').fetchone()
+    ro = tmp_path/'ro'; ro.mkdir()
+    if not mount('--bind', '-o', 'ro', qmd.home, ro): pytest.skip('needs root to bind-mount read-only')
+    mounts.append(ro)
+    try:
+        assert (ro/'cache'/'index'/'catalog.sqlite-shm').exists()
+        r = Qmd(ro)
+        probe = r.env | {'PYTHONPATH': str(Path(__file__).parents[1])}
+        seen = subprocess.run([sys.executable, '-c', 'from qmd_nb.engine.store import Store; s = Store(); s.db; print(s.readonly)'],
+                              env=probe, capture_output=True, text=True, timeout=120)
+        assert seen.stdout.strip() == "True", seen.stderr[-1500:] # SQLite would open it "writable" and fail at the first write
+        async def recall(c): return (await c.call_tool('query_experiences', {'keywords': 'rsync'})).structured_content
+        found = _stdio(r, ['--tools', 'recall'], recall) # a profile that would make its tables: given empty ones of its own
+        assert found['success'] and found['data']['total'] == 0, found
+        out = r('update', ok=False)
+        assert out.returncode == 1 and 'read-only' in out.stderr and 'Traceback' not in out.stderr, out.stderr[-1500:]
+    finally: writer.close()
+
 def test_full_disk_leaves_the_index_as_it_was(qmd, tmp_path, mounts):
     from conftest import Qmd
     mnt = tmp_path/'mnt'; mnt.mkdir()

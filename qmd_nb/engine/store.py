@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/store.html.md"""
 
 # %% ../../nbs/engine/03_store.ipynb #3a113716
 from __future__ import annotations
-import json, sqlite3, threading, time, datetime as _dt
+import errno, json, os, sqlite3, threading, time, datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from .config import Config, Collection, IndexPaths, index_paths, private_dir, private_file
@@ -153,6 +153,8 @@ def _open_catalog(path:Path) -> tuple[sqlite3.Connection, bool, bool]:
         private_dir(path.parent.parent); private_dir(path.parent) # the index copies documents: the owner's only
         for f in (path, *(path.with_name(path.name + x) for x in ('-wal', '-shm'))):
             if f == path or f.exists(): private_file(f) # SQLite gives -wal and -shm the catalog's mode
+        if not all(os.access(f, os.W_OK) for f in (path.parent, path) if f.exists()): # SQLite would open it "writable" (a read-only
+            raise OSError(errno.EROFS, 'the catalog cannot be written', str(path)) # mount of an index in use) and fail at the first write
         db = sqlite3.connect(path, **kw)
         if not db.execute('PRAGMA page_count').fetchone()[0]: db.execute('PRAGMA auto_vacuum=INCREMENTAL') # a new catalog: it can give back the pages of deleted rows
         db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL'); db.executescript(SCHEMA); migrate(db)
@@ -236,13 +238,9 @@ class Store:
         "Hold the write lock: updates, collection changes and index builds from any process run one at a time."
         return _WriteLock(self)
 
-    def is_writing(self) -> bool:
-        "Whether this thread holds the write lock (only writers rebuild derived indexes)."
-        return self._wdepth > 0 and self._wowner == threading.get_ident()
+    def is_writing(self) -> bool: "Whether this thread holds the write lock (only writers rebuild derived indexes)."; return self._wdepth > 0 and self._wowner == threading.get_ident()
 
-    def tx(self) -> _Tx:
-        "A transaction: `with store.tx() as db: ...` commits on success, rolls back on error."
-        return _Tx(self)
+    def tx(self) -> _Tx: "A transaction: `with store.tx() as db: ...` commits on success, rolls back on error."; return _Tx(self)
 
     def try_write(self, sql:str, rows:list|None=None # executemany over rows when given
                  ) -> bool:
