@@ -360,7 +360,7 @@ def test_read_only_mount_of_an_index_in_use_opens_read_only(qmd, notes, tmp_path
         r = Qmd(ro)
         probe = r.env | {'PYTHONPATH': str(Path(__file__).parents[1])}
         seen = subprocess.run([sys.executable, '-c', 'from qmd_nb.engine.store import Store; s = Store(); s.db; print(s.readonly)'],
-                              env=probe, capture_output=True, text=True, timeout=120)
+                              env=probe, capture_output=True, text=True, encoding="utf-8", timeout=120)
         assert seen.stdout.strip() == "True", seen.stderr[-1500:] # SQLite would open it "writable" and fail at the first write
         async def recall(c): return (await c.call_tool('query_experiences', {'keywords': 'rsync'})).structured_content
         found = _stdio(r, ['--tools', 'recall'], recall) # a profile that would make its tables: given empty ones of its own

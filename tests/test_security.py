@@ -510,6 +510,46 @@ def test_the_server_takes_all_the_files_it_may_open(qmd, notes):
         assert line.split()[3] == want, line
     finally: p.terminate(); p.wait(30)
 
+HOARDER = r"""
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+conns = [socket.create_connection(('127.0.0.1', port)) for _ in range(n)]
+time.sleep(2)
+alive = 0
+for c in conns: # a connection the server closed reads as b''
+    c.setblocking(False)
+    try: alive += c.recv(1, socket.MSG_PEEK) != b''
+    except BlockingIOError: alive += 1
+    except ConnectionResetError: pass
+print(alive, flush=True); sys.stdin.read() # holds them until told
+"""
+
+def _hoard(box:Path, port:int, n:int, user:str|None=None):
+    "Open `n` idle connections to `port` (as `user`, else as the owner): the holding process, and how many the server kept after 2 s."
+    (box/'hoarder.py').write_text(HOARDER, encoding='utf-8'); (box/'hoarder.py').chmod(0o644)
+    cmd = f"/usr/bin/python3 {box/'hoarder.py'} {port} {n}"
+    p = subprocess.Popen(['su', user, '-s', '/bin/sh', '-c', cmd] if user else ['/bin/sh', '-c', cmd],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
+    line = p.stdout.readline()
+    if not line.strip().isdigit(): p.kill(); raise AssertionError(p.communicate()[1][-2000:])
+    return p, int(line)
+
+def test_another_users_connections_are_capped(world):
+    "Another local user opens 600 idle connections: the server keeps 512 (CONNECTIONS_PER_CLIENT), closes the rest, says so, and still answers the owner, whose own 600 are all kept."
+    from qmd_nb.serve.server import CONNECTIONS_PER_CLIENT
+    port, box = world['ports']['mdq'], world['box']
+    p, kept = _hoard(box, port, 600, 'nobody')
+    try:
+        assert kept == CONNECTIONS_PER_CLIENT, kept
+        assert httpx.get(f'http://127.0.0.1:{port}/health', timeout=10).status_code == 200 # the owner is served meanwhile
+        mine, kept = _hoard(box, port, 600); mine.communicate('', timeout=60)
+        assert kept == 600, kept # the owner's own connections are not counted
+    finally: p.communicate('', timeout=60)
+    said = (world['base']/f'server-{port}.log').read_text(encoding='utf-8')
+    assert f'Closing new connections of uid 65534: it has {CONNECTIONS_PER_CLIENT} open' in said, said[-1000:]
+    again, kept = _hoard(box, port, 5, 'nobody'); again.communicate('', timeout=60)
+    assert kept == 5, kept # closed ones were given back
+
 def test_revocation_reaches_running_servers(world):
     w, t = world, Tally('revocation')
     tok = w['qmd']('token', 'create', '--scope', 'read', '--name', 'short-lived').stdout.strip()

@@ -177,17 +177,19 @@ def test_own_folders_are_never_served(world):
 
 # 2 ----------------------------------------------------------------------------------------------------------------------
 def test_loopback_addresses_share_one_rate_limit(world):
-    "Finding 2a: 35 requests to /token from 35 loopback addresses meet the limit of 30 a minute."
+    "Finding 2a: 35 requests to /token from 35 loopback addresses meet the limit of 30 a minute; the owner's own requests are counted apart."
     w, t = world, Tally("2a. rate limits")
     body = 'grant_type=authorization_code&code=x&client_id=nope&code_verifier=' + 'a' * 50
     res = attack(w, [dict(kind='http', port=w['ports']['vectordb'], method='POST', path='/token', src=f'127.0.{i // 200}.{i % 200 + 2}', body=body,
                           headers={'Content-Type': 'application/x-www-form-urlencoded'}) for i in range(35)])
     codes = [r['status'] for r in res]
     t.check('429 reached', 429 in codes, True, str(codes)); t.check('not before 30', codes.index(429) >= 29 if 429 in codes else False, True, str(codes))
+    mine = httpx.post(f"http://127.0.0.1:{w['ports']['vectordb']}/token", content=body, headers={'Content-Type': 'application/x-www-form-urlencoded'})
+    t.check("the owner's bucket is its own (another local user spent theirs)", mine.status_code != 429, True, f'{mine.status_code} {mine.text[-200:]}')
     t.done()
 
 def test_approval_codes_share_one_budget(world):
-    "Finding 2b: wrong approval codes from many addresses and requests pause approval by code; the right code then fails, an admin token works."
+    "Finding 2b: wrong approval codes from many addresses and requests pause approval by code; the right code then fails, an admin token works, and so does the owner's own browser (its own budget)."
     w, t = world, Tally("2b. approval codes")
     port, log = w['ports']['oauth'], w['logs']['oauth']
     cb = 'http://127.0.0.1:9/cb'
@@ -214,6 +216,13 @@ def test_approval_codes_share_one_budget(world):
     t.check('right code while paused', right['status'], 429, right['body'])
     ok = httpx.post(f'http://127.0.0.1:{port}/oauth/consent', data={'request': rid, 'secret': w['tok']['admin'], 'scope': 'read', 'action': 'approve'}, follow_redirects=False)
     t.check('admin token while paused', ok.status_code, 303, ok.text)
+    mine = httpx.post(f'http://127.0.0.1:{port}/register', json={'client_name': 'mine', 'redirect_uris': [cb], 'token_endpoint_auth_method': 'none'}).json()['client_id']
+    a = httpx.get(f'http://127.0.0.1:{port}' + q.replace(cid, mine), follow_redirects=False) # the owner's own browser: the server's user, on loopback
+    rid, code = a.headers['location'].split('request=')[1], re.findall(r'enter (\S+) on the page', log.read_text(encoding='utf-8'))[-1]
+    wrong = httpx.post(f'http://127.0.0.1:{port}/oauth/consent', data={'request': rid, 'secret': 'AAAA-AAAA', 'scope': 'read', 'action': 'approve'})
+    t.check("the owner's wrong code: its own budget", (wrong.status_code, 'tries left' in wrong.text), (403, True), wrong.text[-300:])
+    own = httpx.post(f'http://127.0.0.1:{port}/oauth/consent', data={'request': rid, 'secret': code, 'scope': 'read', 'action': 'approve'}, follow_redirects=False)
+    t.check("the owner's right code while the others are paused", own.status_code, 303, own.text[-300:])
     t.done()
 
 # 3 ----------------------------------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/gate.html.md"""
 __all__ = ['DEFAULT_PORTS', 'CORS_METHODS', 'CORS_HEADERS', 'CORS_EXPOSE', 'PUBLIC', 'STREAM_RECHECK_SECONDS', 'AT_ONCE',
            'SSE_PATHS', 'MCP_PATHS', 'parse_host', 'parse_origin', 'Allowed', 'preflight_headers', 'with_cors',
            'private', 'is_public', 'challenge', 'send_json', 'Rechecked', 'sse_twin', 'metadata_at', 'Gate',
-           'Unauthenticated', 'needs', 'principal', 'check_routes', 'trusted', 'client_key', 'RateLimit']
+           'Unauthenticated', 'needs', 'principal', 'check_routes', 'trusted', 'client_key', 'loopback_peer_uid',
+           'peer_key', 'RateLimit']
 
 # %% ../../nbs/serve/21b_gate.ipynb #498c5562
 # no `from __future__ import annotations`: FastAPI reads the dependency's annotations at runtime
@@ -238,14 +239,45 @@ def trusted(app, p:Principal=OWNER):
     return as_p
 
 # %% ../../nbs/serve/21b_gate.ipynb #2ed78d34
-def client_key(host:str|None) -> str:
-    "Whom a rate limit counts a request against: every loopback address is one client (a local user may send from any of 127.0.0.0/8), an IPv6 client is its /64."
+def _ip(host:str):
+    "`host` as an address (an IPv4-mapped IPv6 one as IPv4); ValueError when it is not one."
     import ipaddress
-    try: a = ipaddress.ip_address(host or '')
+    a = ipaddress.ip_address(host)
+    return a.ipv4_mapped if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped else a
+
+def client_key(host:str|None, uid:int|None=None # the local user at the other end of a loopback connection, when known
+              ) -> str:
+    "Whom a rate limit counts a request against: a loopback client is its local user (else all of 127.0.0.0/8 are one), an IPv6 client its /64."
+    import ipaddress
+    try: a = _ip(host or '')
     except ValueError: return str(host)
-    if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped: a = a.ipv4_mapped
-    if a.is_loopback: return 'loopback'
+    if a.is_loopback: return 'loopback' if uid is None else f'uid {uid}'
     return str(ipaddress.ip_network(f'{a}/64', strict=False)) if a.version == 6 else str(a)
+
+def _diag_request(client, server) -> bytes:
+    "A netlink SOCK_DIAG request for the one TCP socket whose own end is `client` and whose other end is `server` (`inet_diag_req_v2`)."
+    import socket, struct
+    c, s = _ip(client[0]), _ip(server[0])
+    req = struct.pack('=BBBBI', socket.AF_INET if c.version == 4 else socket.AF_INET6, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF)
+    req += struct.pack('>HH', client[1], server[1]) + c.packed.ljust(16, b'\0') + s.packed.ljust(16, b'\0')
+    req += struct.pack('=III', 0, 0xFFFFFFFF, 0xFFFFFFFF) # any interface, no cookie: found by its addresses alone
+    return struct.pack('=LHHLL', 16 + len(req), 20, 1, 1, 0) + req # nlmsghdr: SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST
+
+def loopback_peer_uid(scope:dict) -> int|None:
+    "The user id of the process at the other end of a loopback TCP connection (asked of the kernel, as `ss` does); None when not loopback or not found."
+    import socket, struct
+    client, server = scope.get('client'), scope.get('server')
+    if not client or not server or client_key(client[0]) != 'loopback' or not hasattr(socket, 'AF_NETLINK'): return None
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 4) as nl: # NETLINK_SOCK_DIAG: one lookup, however many sockets are open
+            nl.settimeout(1); nl.sendto(_diag_request(client, server), (0, 0)); data = nl.recv(8192)
+    except OSError: return None # no sock_diag here (a sandbox): all of loopback is one client
+    if len(data) < 84 or struct.unpack_from('=H', data, 4)[0] != 20: return None # NLMSG_ERROR: no such socket (closed, another namespace)
+    return struct.unpack_from('=I', data, 16 + 64)[0] # inet_diag_msg.idiag_uid
+
+def peer_key(scope:dict) -> str:
+    "`client_key` of an ASGI request's client, with its local user when it is on loopback."
+    return client_key((scope.get('client') or ('?',))[0], loopback_peer_uid(scope))
 
 class RateLimit:
     "ASGI middleware: at most `limits[path]` requests a minute per client (see `client_key`) to each listed path (429 beyond)."
@@ -267,7 +299,7 @@ class RateLimit:
 
     async def __call__(self, scope, receive, send):
         n = self.limits.get(scope.get('path')) if scope['type'] == 'http' and scope['method'] != 'OPTIONS' else None
-        if n and (wait := self.take((scope['path'], client_key((scope.get('client') or ('?',))[0])), n)):
+        if n and (wait := self.take((scope['path'], peer_key(scope)), n)):
             return await send_json(send, 429, {'error': 'too_many_requests', 'error_description': f"Too many requests to {scope['path']}: try again in {wait:.0f} s"},
                                    [(b'retry-after', str(max(1, round(wait))).encode())])
         await self.app(scope, receive, send)

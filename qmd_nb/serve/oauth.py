@@ -6,14 +6,14 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/oauth.html.md"""
 
 # %% ../../nbs/serve/21c_oauth.ipynb #024a25b3
 from __future__ import annotations
-import hmac, html, json, math, re, secrets, sys, time
+import hmac, html, json, math, os, re, secrets, sys, time
 from collections import Counter
 from urllib.parse import urlsplit
 from ..engine.config import check_name
 from ..engine.errors import QmdError, UsageError, Forbidden
 from ..engine.auth import TokenStore, Principal, SCOPES, token_hash
 from ..engine.format import visible
-from .gate import sse_twin
+from .gate import sse_twin, peer_key
 
 # %% auto #0
 __all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS', 'MAX_TRIES', 'MAX_PENDING', 'MAX_FAILURES',
@@ -24,7 +24,7 @@ __all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS'
 # %% ../../nbs/serve/21c_oauth.ipynb #a90b5ef5
 ACCESS_TTL, REFRESH_TTL, CODE_TTL, CONSENT_TTL = 3600, 30 * 86400, 300, 600 # seconds
 MAX_CLIENTS, MAX_TRIES = 100, 5
-MAX_PENDING, MAX_FAILURES, FAILURE_WINDOW = 50, 10, 600 # consent requests kept; wrong approvals (all requests) per window of seconds
+MAX_PENDING, MAX_FAILURES, FAILURE_WINDOW = 50, 10, 600 # consent requests kept; wrong approvals (the owner's, everyone else's) per window of seconds
 PENDING_PER_CLIENT = 3 # consent requests one client may have waiting (its oldest goes first)
 MAX_CLIENT_METADATA = 8192 # bytes of one client's registration (its name, URIs...), as stored
 CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789' # no I, O, 0, 1: easy to read off a terminal
@@ -87,23 +87,26 @@ class _Consent:
                                        f"the owner: try again when one is answered or expires (within {CONSENT_TTL // 60} minutes)")
         del self.pending[next(k for k, v in self.pending.items() if v['client'].client_id == cid)]
 
-    def _approver(self, req:dict, secret:str) -> Principal:
+    def _approver(self, req:dict, secret:str, source:str='' # who sends it (`peer_key`): the server's own user on loopback has a budget of its own
+                 ) -> Principal:
         "Who approves: the one-time code (the owner, at the server's terminal) or an admin token; Forbidden otherwise."
-        s, now = (secret or '').strip(), time.time()
-        self.failures = [t for t in self.failures if t > now - FAILURE_WINDOW]
+        s, now, own = (secret or '').strip(), time.time(), source == f'uid {os.geteuid()}'
+        self._prune(); spent = self.failures.setdefault('owner' if own else 'others', [])
         p = self.tokens.verify(s)
         if p is not None and p.scope == 'admin': return p
-        if len(self.failures) >= MAX_FAILURES: # the budget of wrong approvals is shared by all requests: new requests bring no new tries
-            wait = int(self.failures[0] + FAILURE_WINDOW - now) // 60 + 1
-            raise TooManyTries(f"Too many wrong approval codes lately: approval by code is paused for {wait} minutes (an admin token still works)")
+        if len(spent) >= MAX_FAILURES: # one budget for all other senders and requests: new requests or addresses bring no new tries
+            wait = int(spent[0] + FAILURE_WINDOW - now) // 60 + 1
+            raise TooManyTries(f"Too many wrong approval codes lately{'' if own else ' from other users or addresses'}: approval by code is paused for {wait} "
+                               f"minutes{'' if own else ' for them'} (an admin token still works{'' if own else ', and so does the code from the server’s own user on its machine'})")
         if hmac.compare_digest(token_hash(_code_form(s)), req['code']): return Principal('owner', 'admin', None, '', 'owner')
-        req['tries'] += 1; self.failures.append(now)
-        if len(self.failures) == MAX_FAILURES: self.announce(f"OAuth: {MAX_FAILURES} wrong approval codes in {FAILURE_WINDOW // 60} minutes: approval by code is paused (someone may be guessing)")
+        req['tries'] += 1; spent.append(now)
+        if len(spent) == MAX_FAILURES: self.announce(f"OAuth: {MAX_FAILURES} wrong approval codes in {FAILURE_WINDOW // 60} minutes{'' if own else ' from other users or addresses'}: "
+                                                     f"approval by code is paused{'' if own else ' for them (yours, from this machine, still works)'} (someone may be guessing)")
         left = MAX_TRIES - req['tries']
         if left <= 0: self.pending = {k: v for k, v in self.pending.items() if v is not req}
         raise Forbidden("Wrong approval code or admin token" + (f" ({left} {'try' if left == 1 else 'tries'} left)" if left > 0 else "; this request is cancelled: start again from the client"))
 
-    def decide(self, rid:str, secret:str, scope:str='read', collections:str='', approve:bool=True) -> str:
+    def decide(self, rid:str, secret:str, scope:str='read', collections:str='', approve:bool=True, source:str='') -> str:
         "Where to send the browser after the consent page: the client's redirect URI with a code (or `access_denied`)."
         from mcp.server.auth.provider import AuthorizationCode, construct_redirect_uri
         req = self.pending.get(rid)
@@ -112,7 +115,7 @@ class _Consent:
         back = lambda **kw: construct_redirect_uri(str(params.redirect_uri), state=params.state, iss=self.issuer, **kw)
         if not approve:
             del self.pending[rid]; return back(error='access_denied', error_description='The owner declined')
-        who = self._approver(req, secret)
+        who = self._approver(req, secret, source)
         ceiling = top_scope(params.scopes) or 'admin'
         if scope not in SCOPES or SCOPES.index(scope) > SCOPES.index(ceiling): raise UsageError(f"Choose a scope up to {ceiling} (the client asked for that much)")
         cols = {check_name(c.strip()) for c in (collections or '').split(',') if c.strip()} or None
@@ -235,13 +238,13 @@ class OAuthServer(_Consent, _Grants):
         self.resources = (self.resource, *filter(None, [sse_twin(self.resource)])) # one protected resource, at each URL a client may name
         self.announce = announce or (lambda msg: print(f"qmd-nb: {msg}", file=sys.stderr, flush=True))
         self.pending, self.codes, self.access = {}, {}, {} # consent requests, authorization codes, access tokens (by hash)
-        self.used, self.failures = {}, [] # codes already exchanged (-> their grant), times of wrong approvals
+        self.used, self.failures = {}, {} # codes already exchanged (-> their grant), times of wrong approvals ('owner', 'others')
 
     def _prune(self):
         now = time.time()
         for d, key in ((self.pending, 'until'), (self.codes, 'until'), (self.access, 'until'), (self.used, 'until')):
             for k in [k for k, v in d.items() if v[key] < now]: del d[k]
-        self.failures = [t for t in self.failures if t > now - FAILURE_WINDOW]
+        for spent in self.failures.values(): spent[:] = [t for t in spent if t > now - FAILURE_WINDOW]
 
     def _waiting(self) -> set:
         "Clients with a consent request or an unused code here: a flood of registrations does not push them out before they get their tokens."
@@ -306,7 +309,7 @@ def consent_routes(server:OAuthServer) -> list:
         f = await request.form()
         rid = str(f.get('request', ''))
         req = server.pending.get(rid)
-        try: url = server.decide(rid, str(f.get('secret', '')), str(f.get('scope', 'read')), str(f.get('collections', '')), f.get('action') != 'deny')
+        try: url = server.decide(rid, str(f.get('secret', '')), str(f.get('scope', 'read')), str(f.get('collections', '')), f.get('action') != 'deny', peer_key(request.scope))
         except QmdError as e:
             if rid in server.pending: return HTMLResponse(consent_html(rid, req, str(e)), e.status, headers=_headers(str(req['params'].redirect_uri)))
             return HTMLResponse(f"<!doctype html><p>{html.escape(str(e))}</p>", e.status, headers=_headers())

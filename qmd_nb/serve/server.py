@@ -11,9 +11,9 @@ from pathlib import Path
 from ..engine.errors import QmdError
 
 # %% auto #0
-__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'check_port', 'check_tls', 'http_server', 'client_deadline', 'more_files',
-           'public_base', 'http_security', 'warm_in_background', 'profiles_ready', 'Sparse', 'start_watching', 'serve',
-           'qmd_exe', 'mcp_config']
+__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'CONNECTIONS_PER_CLIENT', 'check_port', 'check_tls', 'http_server',
+           'ConnectionCap', 'client_deadline', 'more_files', 'public_base', 'http_security', 'warm_in_background',
+           'profiles_ready', 'Sparse', 'start_watching', 'serve', 'qmd_exe', 'mcp_config']
 
 # %% ../../nbs/serve/23_server.ipynb #83629449
 DEFAULT_PORT = 18765
@@ -49,8 +49,39 @@ def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT,
     return _Server(cfg)
 
 # %% ../../nbs/serve/23_server.ipynb #1f0c16b7
-def client_deadline(seconds:float):
+CONNECTIONS_PER_CLIENT = 512 # open connections of another local user or a remote address (a token's 200 MCP sessions and 32 requests fit)
+
+class ConnectionCap:
+    "Open connections per client other than the server's own user: at most `most` at once (see `peer_key`)."
+    def __init__(self, most:int=CONNECTIONS_PER_CLIENT, say=None): # say: prints a line for the owner (default: stderr)
+        self.most, self.open, self.said, self.own = most, {}, {}, f'uid {os.geteuid()}'
+        self.say = say or (lambda m: print(f'qmd-nb: {m}', file=sys.stderr, flush=True))
+
+    def key(self, peer, sock) -> str|None:
+        "Whom a new connection counts against: None for the server's own user, and for loopback clients whose user is unknown."
+        if not peer or not sock: return None
+        from qmd_nb.serve.gate import peer_key
+        k = peer_key({'client': peer[:2], 'server': sock[:2]})
+        return None if k in (self.own, 'loopback') else k
+
+    def take(self, key:str|None) -> bool:
+        "Count one more connection of `key`: False (said once a minute) when it has `most` open already."
+        if key is None: return True
+        if self.open.get(key, 0) < self.most: self.open[key] = self.open.get(key, 0) + 1; return True
+        if time.monotonic() - self.said.get(key, -60.0) >= 60:
+            self.said[key] = time.monotonic(); self.say(f"Closing new connections of {key}: it has {self.most} open (the most for a client other than you)")
+        return False
+
+    def give(self, key:str|None):
+        "One connection of `key` closed."
+        if key is not None and key in self.open:
+            self.open[key] -= 1
+            if not self.open[key]: del self.open[key]; self.said.pop(key, None)
+
+def client_deadline(seconds:float, cap:ConnectionCap|None=None # open connections per client (default: a `ConnectionCap` of its own)
+                   ):
     "uvicorn's HTTP protocol (httptools, else h11), closing a connection whose client has not sent a whole request in `seconds`, or stopped reading a reply for as long."
+    cap = cap or ConnectionCap()
     try:
         import httptools # noqa: F401 (uvicorn's faster parser, when installed)
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
@@ -63,8 +94,12 @@ def client_deadline(seconds:float):
         def _expire(self):
             self._qmd_timer = None
             if not self.transport.is_closing(): self.transport.close() # the client owes us bytes it has had time to send
-        def connection_made(self, transport): super().connection_made(transport); self._arm()
-        def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
+        def connection_made(self, transport):
+            super().connection_made(transport); self._arm()
+            key = cap.key(transport.get_extra_info('peername'), transport.get_extra_info('sockname'))
+            self._qmd_key = key if cap.take(key) else None
+            if key is not None and self._qmd_key is None: transport.abort() # over its share: closed before a byte is read
+        def connection_lost(self, exc): cap.give(getattr(self, '_qmd_key', None)); self._disarm(); super().connection_lost(exc)
         def on_message_complete(self): # httptools: the whole request is in
             self._disarm(); super().on_message_complete()
         def data_received(self, data):
