@@ -546,7 +546,7 @@ def test_another_users_connections_are_capped(world):
         assert kept == 600, kept # the owner's own connections are not counted
     finally: p.communicate('', timeout=60)
     said = (world['base']/f'server-{port}.log').read_text(encoding='utf-8')
-    assert f'Closing new connections of uid 65534: it has {CONNECTIONS_PER_CLIENT} open' in said, said[-1000:]
+    assert f'Closing new connections of user nobody (uid 65534): it has {CONNECTIONS_PER_CLIENT} open' in said, said[-1000:]
     again, kept = _hoard(box, port, 5, 'nobody'); again.communicate('', timeout=60)
     assert kept == 5, kept # closed ones were given back
 

@@ -51,6 +51,13 @@ def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT,
 # %% ../../nbs/serve/23_server.ipynb #1f0c16b7
 CONNECTIONS_PER_CLIENT = 512 # open connections of another local user or a remote address (a token's 200 MCP sessions and 32 requests fit)
 
+def _named(key:str) -> str:
+    "A client key for the owner to read: 'uid 1000' as 'user ana (uid 1000)'."
+    import pwd
+    if not key.startswith('uid '): return key
+    try: return f"user {pwd.getpwuid(int(key[4:])).pw_name} ({key})"
+    except KeyError: return key
+
 class ConnectionCap:
     "Open connections per client other than the server's own user: at most `most` at once (see `peer_key`)."
     def __init__(self, most:int=CONNECTIONS_PER_CLIENT, say=None): # say: prints a line for the owner (default: stderr)
@@ -69,7 +76,7 @@ class ConnectionCap:
         if key is None: return True
         if self.open.get(key, 0) < self.most: self.open[key] = self.open.get(key, 0) + 1; return True
         if time.monotonic() - self.said.get(key, -60.0) >= 60:
-            self.said[key] = time.monotonic(); self.say(f"Closing new connections of {key}: it has {self.most} open (the most for a client other than you)")
+            self.said[key] = time.monotonic(); self.say(f"Closing new connections of {_named(key)}: it has {self.most} open (the most for a client other than you)")
         return False
 
     def give(self, key:str|None):
