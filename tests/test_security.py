@@ -513,6 +513,10 @@ def test_the_server_takes_all_the_files_it_may_open(qmd, notes):
 HOARDER = r"""
 import socket, sys, time
 port, n = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(int(sys.argv[3]) if len(sys.argv) > 3 else 0): # first: WebSocket upgrades, each answered and closed
+    with socket.create_connection(('127.0.0.1', port)) as u:
+        u.sendall(b'GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n'
+                  b'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'); u.recv(4096)
 conns = [socket.create_connection(('127.0.0.1', port)) for _ in range(n)]
 time.sleep(2)
 alive = 0
@@ -524,10 +528,10 @@ for c in conns: # a connection the server closed reads as b''
 print(alive, flush=True); sys.stdin.read() # holds them until told
 """
 
-def _hoard(box:Path, port:int, n:int, user:str|None=None):
-    "Open `n` idle connections to `port` (as `user`, else as the owner): the holding process, and how many the server kept after 2 s."
+def _hoard(box:Path, port:int, n:int, user:str|None=None, upgrades:int=0):
+    "Open `n` idle connections to `port` (as `user`, else as the owner; after `upgrades` WebSocket upgrade requests): the holding process, and how many the server kept after 2 s."
     (box/'hoarder.py').write_text(HOARDER, encoding='utf-8'); (box/'hoarder.py').chmod(0o644)
-    cmd = f"/usr/bin/python3 {box/'hoarder.py'} {port} {n}"
+    cmd = f"/usr/bin/python3 {box/'hoarder.py'} {port} {n} {upgrades}"
     p = subprocess.Popen(['su', user, '-s', '/bin/sh', '-c', cmd] if user else ['/bin/sh', '-c', cmd],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding='utf-8')
     line = p.stdout.readline()
@@ -547,8 +551,8 @@ def test_another_users_connections_are_capped(world):
     finally: p.communicate('', timeout=60)
     said = (world['base']/f'server-{port}.log').read_text(encoding='utf-8')
     assert f'Closing new connections of user nobody (uid 65534): it has {CONNECTIONS_PER_CLIENT} open' in said, said[-1000:]
-    again, kept = _hoard(box, port, 5, 'nobody'); again.communicate('', timeout=60)
-    assert kept == 5, kept # closed ones were given back
+    again, kept = _hoard(box, port, 5, 'nobody', upgrades=CONNECTIONS_PER_CLIENT + 8); again.communicate('', timeout=60)
+    assert kept == 5, kept # closed ones were given back, WebSocket upgrades (refused: the server has no WebSocket routes) too
 
 def test_revocation_reaches_running_servers(world):
     w, t = world, Tally('revocation')
@@ -632,5 +636,13 @@ def test_https(qmd, notes, tmp_path):
         assert r.status_code == 200 and r.json()['results'][0]['file'] == 'notes/backup.md'
         assert httpx.get(url + '/.well-known/oauth-authorization-server', verify=ca).json()['issuer'] == url
         with pytest.raises(httpx.TransportError): httpx.get(f'http://127.0.0.1:{port}/health') # no plain HTTP on that port
+        if os.geteuid() == 0 and shutil.which('su'): # another user's connections that never start their TLS handshake are counted too
+            from qmd_nb.serve.server import CONNECTIONS_PER_CLIENT
+            box = Path(tempfile.mkdtemp(prefix='qmd-nb-tls-')); box.chmod(0o755)
+            held, kept = _hoard(box, port, CONNECTIONS_PER_CLIENT + 40, 'nobody')
+            try:
+                assert kept == CONNECTIONS_PER_CLIENT, kept
+                assert httpx.get(url + '/health', verify=ca).status_code == 200
+            finally: held.communicate('', timeout=60)
     finally:
         p.terminate(); p.wait(30)

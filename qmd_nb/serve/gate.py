@@ -272,8 +272,9 @@ def loopback_peer_uid(scope:dict) -> int|None:
         with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 4) as nl: # NETLINK_SOCK_DIAG: one lookup, however many sockets are open
             nl.settimeout(1); nl.sendto(_diag_request(client, server), (0, 0)); data = nl.recv(8192)
     except OSError: return None # no sock_diag here (a sandbox): all of loopback is one client
-    if len(data) < 84 or struct.unpack_from('=H', data, 4)[0] != 20: return None # NLMSG_ERROR: no such socket (closed, another namespace)
-    return struct.unpack_from('=I', data, 16 + 64)[0] # inet_diag_msg.idiag_uid
+    if len(data) < 88 or struct.unpack_from('=H', data, 4)[0] != 20: return None # NLMSG_ERROR: no such socket (closed, another namespace)
+    uid, inode = struct.unpack_from('=II', data, 16 + 64) # inet_diag_msg.idiag_uid, idiag_inode
+    return uid if inode else None # no inode: a socket its process has closed (TIME_WAIT, FIN_WAIT), which the kernel lists as uid 0
 
 def peer_key(scope:dict) -> str:
     "`client_key` of an ASGI request's client, with its local user when it is on loopback."

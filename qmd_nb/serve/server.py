@@ -11,9 +11,9 @@ from pathlib import Path
 from ..engine.errors import QmdError
 
 # %% auto #0
-__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'CONNECTIONS_PER_CLIENT', 'check_port', 'check_tls', 'http_server',
-           'ConnectionCap', 'client_deadline', 'more_files', 'public_base', 'http_security', 'warm_in_background',
-           'profiles_ready', 'Sparse', 'start_watching', 'serve', 'qmd_exe', 'mcp_config']
+__all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'CONNECTIONS_PER_CLIENT', 'check_port', 'check_tls', 'tls_context',
+           'http_server', 'ConnectionCap', 'client_deadline', 'more_files', 'public_base', 'http_security',
+           'warm_in_background', 'profiles_ready', 'Sparse', 'start_watching', 'serve', 'qmd_exe', 'mcp_config']
 
 # %% ../../nbs/serve/23_server.ipynb #83629449
 DEFAULT_PORT = 18765
@@ -34,6 +34,16 @@ def check_tls(cert:str|None, key:str|None):
     for f in (cert, key):
         if f and not os.path.isfile(f): raise QmdError(f"Not a file: {f}")
 
+def tls_context(cert:str|None, key:str|None):
+    "The server's TLS context for a certificate and its key (None without them); a clear error when they do not load."
+    import ssl
+    check_tls(cert, key)
+    if not cert: return None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try: ctx.load_cert_chain(cert, key)
+    except ssl.SSLError as e: raise QmdError(f"Cannot serve HTTPS with {cert} and {key}: {e.reason or e} (a PEM certificate and its private key)") from None
+    return ctx
+
 def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT,
                 cert:str|None=None, key:str|None=None, # a TLS certificate and key: serve HTTPS
                 client_timeout:float=15.0, # seconds a client has to send a whole request (headers and body) once connected
@@ -41,11 +51,13 @@ def http_server(engine, host:str='127.0.0.1', port:int=DEFAULT_PORT,
     "A uvicorn server for the REST API and MCP at /mcp (`.run()` it, or `await .serve()`)."
     import uvicorn
     from qmd_nb.serve.rest import mk_app
-    check_tls(cert, key)
+    tls = tls_context(cert, key)
+    http = client_deadline(client_timeout, tls=tls) # TLS too: a connection is counted before its handshake
     cfg = uvicorn.Config(mk_app(engine, host, **app_kw), host=host, port=port, log_level='warning', access_log=False,
-                         lifespan='on', timeout_graceful_shutdown=2, timeout_keep_alive=5, http=client_deadline(client_timeout),
-                         proxy_headers=False, # uvicorn believes X-Forwarded-For from 127.0.0.1: any local user would choose the address rate limits count
-                         ssl_certfile=cert, ssl_keyfile=key)
+                         loop='asyncio' if tls else 'auto', # uvloop may hand a paused transport's first bytes to the HTTP parser, not to TLS
+                         lifespan='on', timeout_graceful_shutdown=2, timeout_keep_alive=5, http=http,
+                         ws='none', # no WebSocket routes: an upgrade would take the connection out of `client_deadline`'s count
+                         proxy_headers=False) # uvicorn believes X-Forwarded-For from 127.0.0.1: any local user would choose the address rate limits count
     return _Server(cfg)
 
 # %% ../../nbs/serve/23_server.ipynb #1f0c16b7
@@ -85,15 +97,40 @@ class ConnectionCap:
             self.open[key] -= 1
             if not self.open[key]: del self.open[key]; self.said.pop(key, None)
 
-def client_deadline(seconds:float, cap:ConnectionCap|None=None # open connections per client (default: a `ConnectionCap` of its own)
+class _Admitted:
+    "The accepting side of `client_deadline`'s protocol: a connection counted per client (`ConnectionCap`), then TLS (`tls`, within `seconds`), then uvicorn's."
+    cap, tls, seconds = None, None, 15.0
+    def connection_made(self, transport): # the TCP connection, accepted
+        key = self.cap.key(transport.get_extra_info('peername'), transport.get_extra_info('sockname'))
+        self._qmd_key = key if self.cap.take(key) else None
+        if key is not None and self._qmd_key is None: return transport.abort() # over its share: closed before a byte is read
+        if self.tls is None: return self._qmd_made(transport)
+        transport.pause_reading() # the client's hello is for TLS: nothing reaches the HTTP parser before `start_tls` takes the transport
+        self._qmd_hs = self.loop.create_task(self._qmd_handshake(transport))
+    async def _qmd_handshake(self, raw):
+        try: t = await self.loop.start_tls(raw, self, self.tls, server_side=True, ssl_handshake_timeout=self.seconds)
+        except OSError: raw.abort(); self.cap.give(self._qmd_key); self._qmd_key = None; return # no handshake in time, or a bad one
+        if not t.is_closing(): self._qmd_made(t) # (a client gone during the handshake has had its connection_lost)
+    def _qmd_made(self, transport):
+        self._qmd_up = True; super().connection_made(transport); self._arm()
+        if getattr(self, '_qmd_early', None): self.data_received(self.__dict__.pop('_qmd_early'))
+    def connection_lost(self, exc):
+        self.cap.give(getattr(self, '_qmd_key', None)); self._qmd_key = None
+        if getattr(self, '_qmd_up', False): self._disarm(); super().connection_lost(exc) # uvicorn saw this connection
+    def data_received(self, data):
+        if not getattr(self, '_qmd_up', False): # a request that came with the end of the TLS handshake: read once uvicorn has the connection
+            self._qmd_early = getattr(self, '_qmd_early', b'') + data; return
+        super().data_received(data)
+
+def client_deadline(seconds:float, cap:ConnectionCap|None=None, # open connections per client (default: a `ConnectionCap` of its own)
+                    tls=None # an `ssl.SSLContext`: HTTPS, its handshake done here once the connection is counted, in at most `seconds`
                    ):
     "uvicorn's HTTP protocol (httptools, else h11), closing a connection whose client has not sent a whole request in `seconds`, or stopped reading a reply for as long."
-    cap = cap or ConnectionCap()
     try:
         import httptools # noqa: F401 (uvicorn's faster parser, when installed)
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
     except ImportError: from uvicorn.protocols.http.h11_impl import H11Protocol as Base
-    class Timed(Base):
+    class Timed(_Admitted, Base):
         def _arm(self):
             self._disarm(); self._qmd_timer = self.loop.call_later(seconds, self._expire)
         def _disarm(self):
@@ -101,12 +138,6 @@ def client_deadline(seconds:float, cap:ConnectionCap|None=None # open connection
         def _expire(self):
             self._qmd_timer = None
             if not self.transport.is_closing(): self.transport.close() # the client owes us bytes it has had time to send
-        def connection_made(self, transport):
-            super().connection_made(transport); self._arm()
-            key = cap.key(transport.get_extra_info('peername'), transport.get_extra_info('sockname'))
-            self._qmd_key = key if cap.take(key) else None
-            if key is not None and self._qmd_key is None: transport.abort() # over its share: closed before a byte is read
-        def connection_lost(self, exc): cap.give(getattr(self, '_qmd_key', None)); self._disarm(); super().connection_lost(exc)
         def on_message_complete(self): # httptools: the whole request is in
             self._disarm(); super().on_message_complete()
         def data_received(self, data):
@@ -122,6 +153,7 @@ def client_deadline(seconds:float, cap:ConnectionCap|None=None # open connection
         def _stalled(self):
             self._qmd_stall = None
             if not self.transport.is_closing(): self.transport.abort() # close() would wait to send what it will never read
+    Timed.cap, Timed.tls, Timed.seconds = cap or ConnectionCap(), tls, seconds
     return Timed
 
 def _exit_within(seconds:float):
