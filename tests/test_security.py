@@ -553,6 +553,8 @@ def test_another_users_connections_are_capped(world):
     assert f'Closing new connections of user nobody (uid 65534): it has {CONNECTIONS_PER_CLIENT} open' in said, said[-1000:]
     again, kept = _hoard(box, port, 5, 'nobody', upgrades=CONNECTIONS_PER_CLIENT + 8); again.communicate('', timeout=60)
     assert kept == 5, kept # closed ones were given back, WebSocket upgrades (refused: the server has no WebSocket routes) too
+    said = (world['base']/f'server-{port}.log').read_text(encoding='utf-8')
+    assert 'upgrade' not in said.lower(), said[-1000:] # and they print nothing: 520 of them would be 1,040 lines in the owner's terminal
 
 def test_revocation_reaches_running_servers(world):
     w, t = world, Tally('revocation')
@@ -625,7 +627,7 @@ def test_https(qmd, notes, tmp_path):
     subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
                    check=True, capture_output=True)
     port = free_port()
-    p = subprocess.Popen([QMD_BIN, 'serve', '--port', str(port), '--cert', cert, '--key', key], env=qmd.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen([QMD_BIN, 'serve', '--port', str(port), '--cert', cert, '--key', key, '--client-timeout', '3'], env=qmd.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         url, ca = f'https://127.0.0.1:{port}', __import__('ssl').create_default_context(cafile=str(cert))
         for _ in range(300):
@@ -636,6 +638,13 @@ def test_https(qmd, notes, tmp_path):
         assert r.status_code == 200 and r.json()['results'][0]['file'] == 'notes/backup.md'
         assert httpx.get(url + '/.well-known/oauth-authorization-server', verify=ca).json()['issuer'] == url
         with pytest.raises(httpx.TransportError): httpx.get(f'http://127.0.0.1:{port}/health') # no plain HTTP on that port
+        import socket
+        with ca.wrap_socket(socket.create_connection(('127.0.0.1', port)), server_hostname='127.0.0.1') as idle: # a handshake, then nothing
+            t0 = time.monotonic(); idle.settimeout(60)
+            with socket.socket(fileno=os.dup(idle.fileno())) as raw: # the TCP connection under it: read to its end (the server's FIN)
+                raw.settimeout(60)
+                while raw.recv(4096): pass # (the server's close_notify first, which this client never answers)
+            assert time.monotonic() - t0 < 10, time.monotonic() - t0 # closed after --client-timeout, not after asyncio's 30 s wait for close_notify
         if os.geteuid() == 0 and shutil.which('su'): # another user's connections that never start their TLS handshake are counted too
             from qmd_nb.serve.server import CONNECTIONS_PER_CLIENT
             box = Path(tempfile.mkdtemp(prefix='qmd-nb-tls-')); box.chmod(0o755)

@@ -108,7 +108,8 @@ class _Admitted:
         transport.pause_reading() # the client's hello is for TLS: nothing reaches the HTTP parser before `start_tls` takes the transport
         self._qmd_hs = self.loop.create_task(self._qmd_handshake(transport))
     async def _qmd_handshake(self, raw):
-        try: t = await self.loop.start_tls(raw, self, self.tls, server_side=True, ssl_handshake_timeout=self.seconds)
+        try: t = await self.loop.start_tls(raw, self, self.tls, server_side=True, ssl_handshake_timeout=self.seconds, # and a close waits
+                                           ssl_shutdown_timeout=self.seconds) # as long for the client's close_notify (asyncio's default: 30 s)
         except OSError: raw.abort(); self.cap.give(self._qmd_key); self._qmd_key = None; return # no handshake in time, or a bad one
         if not t.is_closing(): self._qmd_made(t) # (a client gone during the handshake has had its connection_lost)
     def _qmd_made(self, transport):
@@ -138,6 +139,7 @@ def client_deadline(seconds:float, cap:ConnectionCap|None=None, # open connectio
         def _expire(self):
             self._qmd_timer = None
             if not self.transport.is_closing(): self.transport.close() # the client owes us bytes it has had time to send
+        def _unsupported_upgrade_warning(self): pass # uvicorn's two lines per WebSocket upgrade asked for: anyone could fill the owner's terminal
         def on_message_complete(self): # httptools: the whole request is in
             self._disarm(); super().on_message_complete()
         def data_received(self, data):
