@@ -655,3 +655,30 @@ def test_https(qmd, notes, tmp_path):
             finally: held.communicate('', timeout=60)
     finally:
         p.terminate(); p.wait(30)
+
+def test_a_limited_token_cannot_confirm_a_guessed_page(qmd, tmp_path):
+    "A token limited to `pub` ingests exactly the text of a `vault` page it may not see, then a new text: `status` and `vsearch` answer alike for both (a text is embedded once for the whole index; before, the guess was embedded at once)."
+    from test_rest import Server
+    vault = write_tree(tmp_path/'vault', {'plan.md': "# Plan\n\nThe merger with Acme closes on 3 March at 41 dollars a share.\n"})
+    pub = write_tree(tmp_path/'pub', {'a.md': '# A\n\nrsync notes for the nightly backup\n'})
+    drop = write_tree(tmp_path/'drop', {'guess.md': (vault/'plan.md').read_text(encoding='utf-8'),
+                                        'fresh.md': "# Fresh\n\nThe merger with Initech closes on 4 April at 12 dollars a share.\n"})
+    qmd('collection', 'add', vault, '--name', 'vault'); qmd('collection', 'add', pub, '--name', 'pub'); qmd('embed')
+    tok = qmd('token', 'create', '--scope', 'admin', '--collections', 'pub,lib', '--name', 'w').stdout.strip() # (files: admin; URLs: write)
+    s = Server(qmd, '--allow-path', drop)
+    try:
+        h = {'Authorization': f'Bearer {tok}'}
+        waiting = lambda: s.get('/status', headers=h).json()['needs_embedding']
+        found = lambda: [r['file'] for r in s.post('/vsearch', {'query': 'merger closes dollars a share', 'limit': 5}, headers=h).json()['results']]
+        before = waiting()
+        for name in ('guess.md', 'fresh.md'):
+            r = s.post('/ingest', {'source': str(drop/name), 'library': 'lib'}, headers=h)
+            assert r.status_code == 200 and r.json()['status'] == 'indexed', r.text
+            assert waiting() == before + 1, (name, waiting(), before) # one more to embed, whether another collection holds the text or not
+            assert not [f for f in found() if f.startswith('lib/')], (name, found()) # and not found by meaning before an embed
+            before = waiting()
+        qmd('embed')
+        assert waiting() == 0 and sorted(f for f in found() if f.startswith('lib/')) == ['lib/fresh.md', 'lib/guess.md'], found()
+    finally:
+        code, _, err = s.stop()
+        assert code == 0 and 'Traceback' not in err, err[-2000:]

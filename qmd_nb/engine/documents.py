@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 from .config import check_path_text
 from .errors import NotFound, UsageError, QmdError, check_deadline
-from .store import Store, DocRow, DOC_COLS, doc_row
+from .store import Store, DocRow, DOC_COLS, doc_row, CLAIMED
 from .catalog import docs_by_docid, doc_body, docid, is_docid
 
 # %% auto #0
@@ -266,10 +266,10 @@ def _disk_bytes(folder:Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob('*') if f.is_file()) if folder.exists() else 0
 
 def needs_embedding(store:Store, fingerprint:str|None=None) -> int:
-    "Documents whose content has no vectors for `fingerprint` (any fingerprint when None)."
+    "Documents whose content has no vectors for `fingerprint` (any fingerprint when None), or that no `embed` claimed since they hold it."
     fp = "AND e.fingerprint = ?" if fingerprint else ""
-    return store.q(f"SELECT COUNT(*) FROM documents d WHERE NOT EXISTS (SELECT 1 FROM embedded e WHERE e.hash = d.hash {fp})",
-                   (fingerprint,) if fingerprint else ())[0][0]
+    return store.q(f"""SELECT COUNT(*) FROM documents d WHERE NOT EXISTS (SELECT 1 FROM embedded e WHERE e.hash = d.hash {fp}
+                       AND EXISTS ({CLAIMED} AND c.fingerprint = e.fingerprint))""", (fingerprint,) if fingerprint else ())[0][0]
 
 def status(store:Store, fingerprint:str|None=None) -> Status:
     "Documents, collections, embedding backlog and disk use of the index."

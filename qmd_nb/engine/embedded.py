@@ -8,13 +8,13 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/embedded.html.md"""
 from __future__ import annotations
 import hashlib, json
 import numpy as np
-from .store import Store
+from .store import Store, CLAIMED, bump_generation
 from .chunk import Chunk
 from .chroma import own_generation
 
 # %% auto #0
-__all__ = ['pending_hashes', 'count_up', 'next_generation', 'record_embedded', 'orphan_vectors', 'text_key', 'ensure_table',
-           'remember', 'forget', 'dropping', 'drop_vectors', 'known_vectors', 'embed_new']
+__all__ = ['pending_hashes', 'count_up', 'next_generation', 'record_embedded', 'claim_embedded', 'orphan_vectors', 'text_key',
+           'ensure_table', 'remember', 'forget', 'dropping', 'drop_vectors', 'known_vectors', 'embed_new']
 
 # %% ../../nbs/engine/09b_embedded.ipynb #385db7b2
 def pending_hashes(store:Store, fingerprint:str, # the embedder's (`Embedder.fingerprint`)
@@ -45,9 +45,23 @@ def record_embedded(store:Store, fingerprint:str, counts:dict, # content hash ->
         if any(db.execute(f"SELECT 1 FROM embedded WHERE fingerprint=? AND hash IN ({','.join('?' * len(p))}) LIMIT 1", [fingerprint, *p]).fetchone()
                for p in (hs[k:k+900] for k in range(0, len(hs), 900))): count_up(db, f'vector-epoch:{fingerprint}') # vectors written again: saved matrices may hold the old ones
         db.executemany("INSERT OR REPLACE INTO embedded(hash, fingerprint, chunks) VALUES(?,?,?)", [(h, fingerprint, n) for h, n in counts.items()])
+        db.executemany("INSERT OR REPLACE INTO claims SELECT id, ?, hash FROM documents WHERE hash=?", [(fingerprint, h) for h in counts]) # their documents claim them
         if chunks: remember(db, fingerprint, chunks)
         before = next_generation(db, fingerprint)
     own_generation(store, fingerprint, before) # this process wrote them: its Chroma view holds them
+
+def claim_embedded(store:Store, fingerprint:str, # the embedder's
+                   collections:list[str]|None=None # only these collections' documents (default: all)
+                  ) -> int:
+    "Let documents claim contents embedded before they held them (for another document, maybe of a collection someone may not see); how many."
+    where, args = ("AND d.collection IN (%s)" % ','.join('?' * len(collections)), collections) if collections else ('', [])
+    sql = f"""SELECT d.id, ?, d.hash FROM documents d WHERE EXISTS (SELECT 1 FROM embedded e WHERE e.hash = d.hash AND e.fingerprint = ?)
+              AND NOT EXISTS ({CLAIMED} AND c.fingerprint = ?) {where}"""
+    if not store.q(sql + " LIMIT 1", [fingerprint] * 3 + list(args)): return 0
+    with store.tx() as db:
+        n = db.execute(f"INSERT OR REPLACE INTO claims {sql}", [fingerprint] * 3 + list(args)).rowcount
+        bump_generation(db) # what a view of these collections finds embedded changed
+    return n
 
 def orphan_vectors(store:Store, fingerprint:str # the embedder's
                   ) -> dict:

@@ -13,8 +13,8 @@ from .config import Config, Collection, IndexPaths, index_paths, private_dir, pr
 from .errors import NotFound, Forbidden, storage_error, disk_full, DiskFull, past_deadline, check_deadline
 
 # %% auto #0
-__all__ = ['SCHEMA', 'ADDED_COLUMNS', 'DOC_COLS', 'migrate', 'now_iso', 'DocRow', 'NewDoc', 'doc_row', 'Store', 'get_collection',
-           'generation', 'bump_generation', 'limit_config', 'check_allowed', 'StoreView']
+__all__ = ['SCHEMA', 'CLAIMED', 'ADDED_COLUMNS', 'DOC_COLS', 'migrate', 'now_iso', 'DocRow', 'NewDoc', 'doc_row', 'Store',
+           'get_collection', 'generation', 'bump_generation', 'limit_config', 'check_allowed', 'StoreView']
 
 # %% ../../nbs/engine/03_store.ipynb #053d0239
 SCHEMA = """
@@ -38,19 +38,23 @@ CREATE TRIGGER IF NOT EXISTS doc_log_update AFTER UPDATE OF hash, title, collect
   WHEN old.hash IS NOT new.hash OR old.title IS NOT new.title OR old.collection IS NOT new.collection OR old.path IS NOT new.path
   BEGIN INSERT INTO doc_log(doc_id) VALUES(new.id); END;
 CREATE TRIGGER IF NOT EXISTS doc_log_delete AFTER DELETE ON documents BEGIN INSERT INTO doc_log(doc_id) VALUES(old.id); END;
+CREATE TABLE IF NOT EXISTS claims(doc_id INTEGER NOT NULL, fingerprint TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY(doc_id, fingerprint)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS claims_delete AFTER DELETE ON documents BEGIN DELETE FROM claims WHERE doc_id = old.id; END;
 """
-
+CLAIMED = "SELECT 1 FROM claims c WHERE c.doc_id = d.id AND c.hash = d.hash" # a document `d` whose content an `embed` ran for while it held it
+_BACKFILL = "SELECT d.id AS doc_id, e.fingerprint AS fingerprint, d.hash AS hash FROM documents d JOIN embedded e ON e.hash = d.hash"
 ADDED_COLUMNS = {'documents': (('inode', 'INTEGER'), ('mtime_ns', 'INTEGER'))} # columns newer than the first catalogs
 
 def migrate(db:sqlite3.Connection):
     "Add the columns an older catalog lacks (`ALTER TABLE`, instant); older qmd-nb versions name their columns, so they still work on it."
     for table, cols in ADDED_COLUMNS.items():
         have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-        for name, kind in cols:
-            if name in have: continue
+        for name, kind in (c for c in cols if c[0] not in have):
             try: db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
             except sqlite3.OperationalError as e:
                 if 'duplicate column' not in str(e): raise # another process added it first
+    if not db.execute("SELECT 1 FROM claims LIMIT 1").fetchone() and db.execute(f"{_BACKFILL} LIMIT 1").fetchone(): # embedded before claims
+        db.execute(f"INSERT OR IGNORE INTO claims {_BACKFILL}") # were kept (an `embed` claims what it embeds): every document claims its content
     db.execute("CREATE INDEX IF NOT EXISTS documents_stat ON documents(collection, path, id, size, mtime_ns, inode)") # what `update` reads of every file: a no-change update of 100k files reads no table row
 
 def now_iso() -> str:
@@ -174,7 +178,8 @@ def _connect_ro(path:Path) -> sqlite3.Connection:
         try:
             db = sqlite3.connect(uri + q, uri=True, timeout=30, check_same_thread=False, isolation_level=None)
             db.execute('SELECT COUNT(*) FROM documents').fetchone(); db.set_progress_handler(_late, 20000)
-            return db
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE name='claims'").fetchone(): db.execute(f"CREATE TEMP TABLE claims AS {_BACKFILL}") # older
+            return db # catalogs, which cannot be changed here, hold no claims: every document claims its content
         except sqlite3.OperationalError as e: err = e
     raise storage_error(err, path.parent) or err
 
@@ -237,9 +242,7 @@ class Store:
     def writing(self) -> _WriteLock:
         "Hold the write lock: updates, collection changes and index builds from any process run one at a time."
         return _WriteLock(self)
-
     def is_writing(self) -> bool: "Whether this thread holds the write lock (only writers rebuild derived indexes)."; return self._wdepth > 0 and self._wowner == threading.get_ident()
-
     def tx(self) -> _Tx: "A transaction: `with store.tx() as db: ...` commits on success, rolls back on error."; return _Tx(self)
 
     def try_write(self, sql:str, rows:list|None=None # executemany over rows when given
@@ -314,9 +317,7 @@ def get_collection(store:Store, name:str) -> Collection:
 
 def generation(store:Store) -> int:
     "Counter that goes up with every change to the catalog."
-    r = store.q("SELECT value FROM kv WHERE key='generation'")
-    return int(r[0][0]) if r else 0
-
+    return int(r[0][0]) if (r := store.q("SELECT value FROM kv WHERE key='generation'")) else 0
 def bump_generation(db): # inside a write transaction: one more change to the catalog (what `generation` reads)
     db.execute("INSERT INTO kv VALUES('generation','1') ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER)+1")
 
@@ -374,9 +375,10 @@ class StoreView(Store):
             names = ','.join("'" + n.replace("'", "''") + "'" for n in sorted(self.allowed))
             for t, col in _BY_COLLECTION:
                 db.execute(f"CREATE TEMP VIEW {t} AS SELECT * FROM main.{t} WHERE {col} IN ({names})")
-            for t in _BY_HASH:
+            for t in _BY_HASH: # a content embedded for another collection's document is not embedded here until an `embed` claims it
+                mine = f" AND EXISTS ({CLAIMED} AND c.fingerprint = x.fingerprint)" if t == 'embedded' else ''
                 db.execute(f"CREATE TEMP VIEW {t} AS SELECT * FROM main.{t} x WHERE EXISTS "
-                           f"(SELECT 1 FROM main.documents d WHERE d.hash = x.hash AND d.collection IN ({names}))")
+                           f"(SELECT 1 FROM main.documents d WHERE d.hash = x.hash AND d.collection IN ({names}){mine})")
             db.execute('PRAGMA query_only=ON') # this connection never writes: writes go through the root's transactions
             self._db = db
         return self._db

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 from .errors import QmdError, DiskFull, storage_error, disk_full, no_room
 from .chunk import chunk_lines, Chunk, wordpiece_counter, word_counter
-from .store import Store, generation
+from .store import Store, generation, CLAIMED
 from .catalog import doc_bodies
-from .embedded import pending_hashes, record_embedded, orphan_vectors, count_up, forget, known_vectors, embed_new, dropping, drop_vectors
+from .embedded import pending_hashes, claim_embedded, record_embedded, orphan_vectors, count_up, forget, known_vectors, embed_new, dropping, drop_vectors
 from .progress import progress_bar, set_total
 from .results import Hit, SearchResult, check_search_args, collection_names, to_results, collapse_hits, MAX_LIMIT
 from .filter import Filter, parse_filter, allowed_doc_ids, allowed_hashes, sort_hits
@@ -148,7 +148,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
     def started(done):
         if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
-    names = collection_names(store, collections)
+    names = collection_names(store, collections); claim_embedded(store, fp, names) # copies of contents embedded before
     if not (force or compact_now or dropping(store, fp) or (pending := pending_hashes(store, fp, names)) or _due(store, fp, pending) or compact_wanted(store, fp)): return stats # nothing to do: Chroma stays closed
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env); stats.removed = drop_vectors(store, vs, fp, {}) # what a stopped run left, before anything comes back
@@ -257,9 +257,9 @@ SMALL_SHARE = 1/5 # a filter keeping less than this share of the stored chunks s
 OVERFETCH = 2 # HNSW candidates fetched per wanted chunk, times the inverse of the filter's share
 
 def _allowed(store, fingerprint, names) -> dict:
-    "hash -> chunk count of the embedded contents in the named collections."
-    return dict(store.q(f"""SELECT e.hash, e.chunks FROM embedded e WHERE e.fingerprint = ? AND e.hash IN
-        (SELECT hash FROM documents WHERE collection IN ({','.join('?' * len(names))}))""", [fingerprint, *names]))
+    "hash -> chunk count of the embedded contents in the named collections (claimed there: see `embedded.claim_embedded`)."
+    return dict(store.q(f"""SELECT e.hash, e.chunks FROM embedded e WHERE e.fingerprint = ? AND EXISTS (SELECT 1 FROM documents d
+        WHERE d.hash = e.hash AND d.collection IN ({','.join('?' * len(names))}) AND EXISTS ({CLAIMED} AND c.fingerprint = e.fingerprint))""", [fingerprint, *names]))
 
 def _cached(store, vs, kind:str, names, build, keep:int=3):
     "`build()`, kept in the store's cache until the vectors or the catalog change; older entries sharing the first `keep` key parts are dropped."
