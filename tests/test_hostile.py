@@ -396,7 +396,7 @@ def test_full_disk_leaves_the_index_as_it_was(qmd, tmp_path, mounts):
 def _fill(mnt:Path, leave:int=0) -> Path:
     "Fill the disk at `mnt`, then give back `leave` bytes (as another program filling the disk would)."
     f = mnt/'filler'
-    with open(f, 'ab') as out:
+    with open(f, 'ab', buffering=0) as out: # unbuffered: nothing left to flush (and fail) on close
         try:
             while True: out.write(b'\0' * (1 << 16)); out.flush()
         except OSError: pass
