@@ -148,7 +148,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
     def started(done):
         if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
-    names = collection_names(store, collections); claim_embedded(store, fp, names) # copies of contents embedded before
+    names = collection_names(store, collections); store = store.root; claim_embedded(store, fp, names) # a view's collections, the whole record
     if not (force or compact_now or dropping(store, fp) or (pending := pending_hashes(store, fp, names)) or _due(store, fp, pending) or compact_wanted(store, fp)): return stats # nothing to do: Chroma stays closed
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env); stats.removed = drop_vectors(store, vs, fp, {}) # what a stopped run left, before anything comes back

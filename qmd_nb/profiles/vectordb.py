@@ -126,7 +126,7 @@ def _ingest(engine, source:str, library, metadata, read=None) -> Ingested:
     if metadata is not None and not isinstance(metadata, dict): raise UsageError(f"metadata must be an object or null (got {_got(metadata)})")
     r = ingest(engine.store, source, library, metadata, allow_private=getattr(engine, 'allow_private_urls', False), read=read)
     d = find_uuid(engine.store, r.doc_id) if engine.store.allowed is not None and r.status != 'skipped' else None # a limited token's new text
-    had = d is not None and has_vectors(engine.store, engine.embedder.fingerprint, d.hash) # ... that had vectors already (another collection's copy)
+    had = d is not None and has_vectors(engine.store.root, engine.embedder.fingerprint, d.hash) # ... that had vectors already (another collection's copy)
     embed(engine.store, engine.embedder, collections=[library], progress=False) # a vector store: the new document is found by meaning at once
     if had: _read_anyway(engine, d)
     return Ingested(r.status, r.doc_id, r.source, r.library, r.chunk_count)
