@@ -301,7 +301,8 @@ def _respelled(store:Store, ki:KeywordIndex, an:Analyzer, word:str, mask) -> str
     terms, df = _vocabulary(store, ki)
     near = {t: min(OSA.distance(t, stems[0]), OSA.distance(t, fold(word))) for probe in {stems[0], fold(word)}
             for t, _, _ in process.extract(probe, terms, scorer=OSA.distance, score_cutoff=d, limit=20)}
-    fits = [t for t in sorted(near, key=lambda t: (near[t], -df[t], t)) if an.terms(t) == [t] and held(t)] # the term reads back as itself
+    count = (lambda t: ki.df(ki.lookup(t), mask)) if mask is not None else df.__getitem__ # ties go to the commoner word, counted where the
+    fits = [t for t in sorted(near, key=lambda t: (near[t], -count(t), t)) if an.terms(t) == [t] and held(t)] # view looks (the term reads back as itself)
     return fits[0] if fits else word
 
 def spelled(store:Store, query:str, collection=None # collections whose documents count as holding a word (None: all the view's)
