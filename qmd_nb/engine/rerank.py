@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from .errors import QmdError, UsageError
 from .config import setting
-from .store import Store, doc_row, DOC_COLS
+from .store import Store, doc_row, DOC_COLS, CLAIMED
 from .catalog import doc_bodies
 from .expand import post_json
 from .embed import get_embedder
@@ -72,8 +72,10 @@ def window_fp(embedder, size:int=1, title_words:int=0) -> str:
 def window_vectors(store:Store, embedder, cands:list[Candidate], size:int=1, title_words:int=0) -> dict:
     "hash -> matrix of window vectors, embedding (and storing) what is missing."
     fp, hs = window_fp(embedder, size, title_words), list(dict.fromkeys(c.hash for c in cands))
+    mine = _claimed(store, hs) # a view reads (and writes) the cached windows of contents its own documents claimed only
     have = {h: np.frombuffer(v, dtype=np.float16).reshape(-1, d).astype(np.float32) for h, v, d in
-            _stored_windows(store, f"SELECT hash, vecs, dim FROM windows WHERE fingerprint=? AND hash IN ({','.join('?' * len(hs))})", [fp, *hs])} if hs else {}
+            _stored_windows(store, f"SELECT hash, vecs, dim FROM windows WHERE fingerprint=? AND hash IN ({','.join('?' * len(hs))})", [fp, *hs])
+            if mine is None or h in mine} if hs else {}
     todo = {c.hash: windows(c.text, c.title, size, title_words) for c in cands if c.hash not in have}
     if todo:
         flat = [w for ws in todo.values() for w in ws]
@@ -81,8 +83,14 @@ def window_vectors(store:Store, embedder, cands:list[Candidate], size:int=1, tit
         for h, ws in todo.items():
             m = vecs[i:i + len(ws)]; i += len(ws); have[h] = m
             rows.append((h, fp, m.astype(np.float16).tobytes(), m.shape[1]))
+        rows = [r for r in rows if mine is None or r[0] in mine] # (a copy's windows, made with its own title, are not the cached ones)
         store.try_write(WINDOW_SCHEMA); store.try_write("INSERT OR REPLACE INTO windows VALUES(?,?,?,?)", rows) # a cache: a query never waits to write it
     return have
+
+def _claimed(store:Store, hs:list) -> set|None:
+    "Which of these contents a view's documents claimed (`qmd_nb.engine.embedded.claim_embedded`): the time a cached window saves tells nothing of other collections; None for the whole store."
+    if store.allowed is None: return None
+    return {h for (h,) in store.q(f"SELECT DISTINCT d.hash FROM documents d WHERE d.hash IN ({','.join('?' * len(hs))}) AND EXISTS ({CLAIMED})", hs)}
 
 def _stored_windows(store, sql, args) -> list:
     "Rows of the `windows` cache (none before its table exists, e.g. in a read-only index)."
