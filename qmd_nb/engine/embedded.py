@@ -17,11 +17,15 @@ __all__ = ['pending_hashes', 'count_up', 'next_generation', 'record_embedded', '
            'ensure_table', 'remember', 'forget', 'dropping', 'drop_vectors', 'known_vectors', 'embed_new']
 
 # %% ../../nbs/engine/09b_embedded.ipynb #385db7b2
+def _in(collections:list[str]|None) -> tuple[str, list]:
+    "SQL (and its arguments) keeping documents `d` of these collections; nothing when None."
+    return ("AND d.collection IN (%s)" % ','.join('?' * len(collections)), list(collections)) if collections else ('', [])
+
 def pending_hashes(store:Store, fingerprint:str, # the embedder's (`Embedder.fingerprint`)
                    collections:list[str]|None=None # only these collections' documents (default: all)
                   ) -> list[str]:
     "Content hashes of (the collections') documents that have no vectors for `fingerprint`."
-    where, args = ("AND d.collection IN (%s)" % ','.join('?' * len(collections)), collections) if collections else ('', [])
+    where, args = _in(collections)
     return [r[0] for r in store.q(f"""SELECT DISTINCT d.hash FROM documents d WHERE NOT EXISTS
         (SELECT 1 FROM embedded e WHERE e.hash = d.hash AND e.fingerprint = ?) {where} ORDER BY d.hash""", [fingerprint, *args])]
 
@@ -54,7 +58,7 @@ def claim_embedded(store:Store, fingerprint:str, # the embedder's
                    collections:list[str]|None=None # only these collections' documents (default: all)
                   ) -> int:
     "Let documents claim contents embedded before they held them (for another document, maybe of a collection someone may not see); how many."
-    where, args = ("AND d.collection IN (%s)" % ','.join('?' * len(collections)), collections) if collections else ('', [])
+    where, args = _in(collections)
     sql = f"""SELECT d.id, ?, d.hash FROM documents d WHERE EXISTS (SELECT 1 FROM embedded e WHERE e.hash = d.hash AND e.fingerprint = ?)
               AND NOT EXISTS ({CLAIMED} AND c.fingerprint = ?) {where}"""
     if not store.q(sql + " LIMIT 1", [fingerprint] * 3 + list(args)): return 0

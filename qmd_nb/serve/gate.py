@@ -9,7 +9,7 @@ __all__ = ['DEFAULT_PORTS', 'CORS_METHODS', 'CORS_HEADERS', 'CORS_EXPOSE', 'PUBL
            'SSE_PATHS', 'MCP_PATHS', 'parse_host', 'parse_origin', 'Allowed', 'preflight_headers', 'with_cors',
            'private', 'is_public', 'challenge', 'send_json', 'Rechecked', 'sse_twin', 'metadata_at', 'Gate',
            'Unauthenticated', 'needs', 'principal', 'check_routes', 'trusted', 'client_key', 'loopback_peer_uid',
-           'peer_key', 'RateLimit']
+           'peer_key', 'own_key', 'RateLimit']
 
 # %% ../../nbs/serve/21b_gate.ipynb #498c5562
 # no `from __future__ import annotations`: FastAPI reads the dependency's annotations at runtime
@@ -279,6 +279,11 @@ def loopback_peer_uid(scope:dict) -> int|None:
 def peer_key(scope:dict) -> str:
     "`client_key` of an ASGI request's client, with its local user when it is on loopback."
     return client_key((scope.get('client') or ('?',))[0], loopback_peer_uid(scope))
+
+def own_key() -> str:
+    "The `peer_key` of the server's own user, on this machine: the owner, whose budgets no one else spends."
+    import os
+    return client_key('127.0.0.1', os.geteuid())
 
 class RateLimit:
     "ASGI middleware: at most `limits[path]` requests a minute per client (see `client_key`) to each listed path (429 beyond)."

@@ -6,14 +6,14 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/oauth.html.md"""
 
 # %% ../../nbs/serve/21c_oauth.ipynb #024a25b3
 from __future__ import annotations
-import hmac, html, json, math, os, re, secrets, sys, time
+import hmac, html, json, math, re, secrets, sys, time
 from collections import Counter
 from urllib.parse import urlsplit
 from ..engine.config import check_name
 from ..engine.errors import QmdError, UsageError, Forbidden
 from ..engine.auth import TokenStore, Principal, SCOPES, token_hash
 from ..engine.format import visible
-from .gate import sse_twin, peer_key
+from .gate import sse_twin, peer_key, own_key
 
 # %% auto #0
 __all__ = ['ACCESS_TTL', 'REFRESH_TTL', 'CODE_TTL', 'CONSENT_TTL', 'MAX_CLIENTS', 'MAX_TRIES', 'MAX_PENDING', 'MAX_FAILURES',
@@ -90,7 +90,7 @@ class _Consent:
     def _approver(self, req:dict, secret:str, source:str='' # who sends it (`peer_key`): the server's own user on loopback has a budget of its own
                  ) -> Principal:
         "Who approves: the one-time code (the owner, at the server's terminal) or an admin token; Forbidden otherwise."
-        s, now, own = (secret or '').strip(), time.time(), source == f'uid {os.geteuid()}'
+        s, now, own = (secret or '').strip(), time.time(), source == own_key()
         self._prune(); spent = self.failures.setdefault('owner' if own else 'others', [])
         p = self.tokens.verify(s)
         if p is not None and p.scope == 'admin': return p

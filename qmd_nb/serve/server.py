@@ -73,7 +73,8 @@ def _named(key:str) -> str:
 class ConnectionCap:
     "Open connections per client other than the server's own user: at most `most` at once (see `peer_key`)."
     def __init__(self, most:int=CONNECTIONS_PER_CLIENT, say=None): # say: prints a line for the owner (default: stderr)
-        self.most, self.open, self.said, self.own = most, {}, {}, f'uid {os.geteuid()}'
+        from qmd_nb.serve.gate import own_key # (the gate's imports stay off the CLI's start-up)
+        self.most, self.open, self.said, self.own = most, {}, {}, own_key()
         self.say = say or (lambda m: print(f'qmd-nb: {m}', file=sys.stderr, flush=True))
 
     def key(self, peer, sock) -> str|None:
