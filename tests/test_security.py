@@ -656,6 +656,60 @@ def test_https(qmd, notes, tmp_path):
     finally:
         p.terminate(); p.wait(30)
 
+def test_a_limited_token_cannot_read_another_librarys_metadata_through_a_copy(qmd, tmp_path):
+    "The owner ingests a page with tags into `vault`; a token limited to `lib` ingests the same bytes: searching its copy for the owner's tags (or title) finds nothing (before, the copy shared the owner's stored terms and was found)."
+    from test_rest import Server
+    page = "# Plan\n\nThe merger closes on 3 March at 41 dollars a share.\n"
+    mine = write_tree(tmp_path/'mine', {'plan.md': page}); drop = write_tree(tmp_path/'drop', {'plan.md': page})
+    qmd('ingest', mine/'plan.md', '--library', 'vault', '--metadata', '{"tags": ["zebracorn"], "description": "quokkaville acquisition"}')
+    tok = qmd('token', 'create', '--scope', 'admin', '--collections', 'lib', '--name', 'w').stdout.strip()
+    s = Server(qmd, '--allow-path', drop)
+    try:
+        h = {'Authorization': f'Bearer {tok}'}
+        r = s.post('/ingest', {'source': str(drop/'plan.md'), 'library': 'lib'}, headers=h)
+        assert r.status_code == 200 and r.json()['status'] == 'indexed', r.text
+        found = lambda q, hd: [x['file'] for x in s.post('/search', {'query': q, 'limit': 5}, headers=hd).json()['results']]
+        assert found('merger dollars', h) == ['lib/plan.md'] # its own copy, by its own words
+        for q in ('zebracorn', 'quokkaville', 'acquisition'): assert found(q, h) == [], (q, found(q, h)) # not by the owner's tags
+        assert found('zebracorn', {}) == ['vault/plan.md'] # the owner's page keeps them (the server's own token)
+    finally:
+        code, _, err = s.stop()
+        assert code == 0 and 'Traceback' not in err, err[-2000:]
+
+def _as_an_older_version_left_it(home:Path, library:str):
+    "Put the library's pages back under their bytes' hash, sharing the stored content (and its terms) of a folder's copy, as versions before `content_key` did."
+    from qmd_nb.engine.store import Store, bump_generation
+    from qmd_nb.engine.index import refresh_keyword
+    st = Store(env={'QMD_NB_HOME': str(home)})
+    with st.writing(), st.tx() as db:
+        for i, key, h in db.execute("SELECT d.id, d.hash, i.hash FROM documents d JOIN ingested i ON i.library = d.collection AND i.path = d.path WHERE d.collection=?", (library,)).fetchall():
+            db.execute("UPDATE content SET terms=(SELECT terms FROM content WHERE hash=?) WHERE hash=?", (key, h)) # the first writer's terms
+            db.execute("UPDATE documents SET hash=? WHERE id=?", (h, i)); db.execute("DELETE FROM content WHERE hash=?", (key,))
+            db.execute("INSERT INTO doc_log(doc_id) SELECT id FROM documents WHERE hash=?", (h,))
+        db.execute("DELETE FROM kv WHERE key='ingested_keys'"); bump_generation(db)
+    with st.writing(): refresh_keyword(st)
+    st.close()
+
+def test_an_older_index_is_rekeyed_when_the_server_starts(qmd, tmp_path):
+    "An index as versions before `content_key` left it, where a folder's copy of an ingested page carried that page's tags: once the server has started, a token limited to the folder no longer finds its copy by them."
+    from test_rest import Server
+    page = "# Plan\n\nThe merger closes on 3 March at 41 dollars a share.\n"
+    mine = write_tree(tmp_path/'mine', {'plan.md': page}); pub = write_tree(tmp_path/'pub', {'plan.md': page})
+    qmd('ingest', mine/'plan.md', '--library', 'vault', '--metadata', '{"tags": ["zebracorn"]}'); qmd('collection', 'add', pub, '--name', 'pub')
+    _as_an_older_version_left_it(qmd.home, 'vault')
+    assert 'pub/plan.md' in qmd('search', 'zebracorn', '-c', 'pub').stdout # the leak as it was (a search writes nothing)
+    tok = qmd('token', 'create', '--scope', 'read', '--collections', 'pub', '--name', 'r').stdout.strip()
+    s = Server(qmd)
+    try:
+        found = lambda q, h: [x['file'] for x in s.post('/search', {'query': q, 'limit': 5}, headers=h).json()['results']]
+        h, end = {'Authorization': f'Bearer {tok}'}, time.time() + 30
+        while found('zebracorn', h) and time.time() < end: time.sleep(0.2)
+        assert found('zebracorn', h) == [] and found('merger dollars', h) == ['pub/plan.md']
+        assert found('zebracorn', {}) == ['vault/plan.md']
+    finally:
+        code, _, err = s.stop()
+        assert code == 0 and 'Traceback' not in err, err[-2000:]
+
 def test_a_limited_token_cannot_confirm_a_guessed_page(qmd, tmp_path):
     "A token limited to `pub` ingests exactly the text of a `vault` page it may not see, then a new text: `status` and `vsearch` answer alike for both (a text is embedded once for the whole index; before, the guess was embedded at once)."
     from test_rest import Server

@@ -14,7 +14,7 @@ from .config import Collection, check_name, check_path_text, norm_context_path, 
 from .errors import UsageError, NotFound, QmdError, DiskFull, disk_full
 from .text import Analyzer, doc_title
 from .store import Store, DocRow, generation, get_collection, check_allowed
-from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, reclaim_space, rename_in_catalog, cached_conversion, cache_conversions, library_files
+from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, reclaim_space, rename_in_catalog, cached_conversion, cache_conversions, library_files, rekey_ingested
 from .convert import Converter, ConversionError, CONVERTER_VERSION, DEFAULT_MASK
 from .progress import progress_bar
 from .readpool import ToRead, Unreadable, Pending, read_files, index_workers, roomy_heap
@@ -38,7 +38,7 @@ def _converted(store, pend, cv, c, an, stats, lib) -> tuple[list, list]:
         text, meta, err = res[p.hash]
         if err: stats.problems[p.rel] = err; stats.skipped += 1; continue
         meta = doc_meta(meta, *lib[p.rel]) if p.rel in lib else meta
-        docs.append(prepare_doc(c.name, p.rel, text, p.hash, an, p.st.st_size, p.st.st_mtime, meta=meta, front_matter=False))
+        docs.append(prepare_doc(c.name, p.rel, text, p.hash, an, p.st.st_size, p.st.st_mtime, meta=meta, front_matter=False, own=lib.get(p.rel)))
         if p.known: stats.updated += 1
         else: stats.indexed += 1
     return docs, [(p.hash, res[p.hash][1], res[p.hash][2]) for p in todo]
@@ -96,7 +96,7 @@ def _read_changed(store, c, p:ScanPlan, old_hash:dict, by_hash:dict, moves:list,
         nonlocal docs, pend
         new, cache = _converted(store, pend, cv, c, an, stats, lib); pend = []
         put_docs(store, stamp(docs + new)); docs = []; cache_conversions(store, cache, CONVERTER_VERSION)
-    todo = [ToRead(rel, full, old_hash.get(k.id) if k else None, doc_meta({}, *lib[rel]) if rel in lib else None) for rel, full, _, k in p.read]
+    todo = [ToRead(rel, full, old_hash.get(k.id) if k else None, lib.get(rel)) for rel, full, _, k in p.read]
     with progress_bar(len(p.read), f'Indexing {c.name}', progress) as bar, Converter() as cv, closing(read_files(todo, c.name, root, an, workers)) as got:
         for (rel, full, st, k), d in zip(p.read, got):
             bar.update(1)
@@ -189,7 +189,7 @@ def update(store:Store, names:list[str]|None=None, # collections to update (defa
     """Update collections, then drop unused content and bring the keyword index up to date. One that finds nothing
     changed writes nothing (a killed run's leftovers are still swept: the generation moved since the last sweep)."""
     with store.writing():
-        store.reload_config() # another process may have changed collections while we waited
+        store.reload_config(); rekey_ingested(store) # another process may have changed collections while we waited (and an older catalog's keys)
         cols = [get_collection(store, n) for n in names] if names else list(store.config.collections.values())
         an, stats, snaps, maybe, workers = Analyzer(), [], load_snapshots(store), [], index_workers(store.config.settings, workers)
         was, swept = dict(snaps), kv_get(store, 'swept') == str(generation(store))
@@ -239,7 +239,7 @@ def add_collection(store:Store, path:str, # folder to index
     for m in masks: glob_re(m.strip())
     workers = index_workers(store.config.settings, workers)
     with store.writing():
-        store.reload_config()
+        store.reload_config(); rekey_ingested(store)
         if name in store.config.collections:
             raise UsageError(f"Collection '{name}' already exists ({store.config.collections[name].path}): choose another name")
         if not force and (cover := covering(store, folder)):

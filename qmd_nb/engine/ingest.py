@@ -14,10 +14,10 @@ from urllib.parse import urlsplit, unquote
 from .config import Collection, check_name, check_path_text, private_dir
 from .errors import QmdError, UsageError, NotFound, Busy
 from .store import Store, DocRow, generation, now_iso, check_allowed
-from .catalog import put_docs, remove_docs, drop_orphans, add_problem, cached_conversion, cache_conversions, docs_by_ids
+from .catalog import put_docs, remove_docs, drop_orphans, add_problem, cached_conversion, cache_conversions, docs_by_ids, rekey_ingested
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED
 from .text import Analyzer
-from .scan import prepare_doc, doc_meta, MAX_FILE_BYTES
+from .scan import prepare_doc, doc_meta, content_key, MAX_FILE_BYTES
 from .keyword import refresh
 from .fetch import clean_url, fetch_url
 
@@ -190,12 +190,13 @@ def ingest(store:Store, source:str|Source, # a file path or an http(s) URL (or w
 def _ingest(store, s:Source, library, metadata, reindex, job) -> IngestResult:
     src, h = s.source, hashlib.sha256(s.data).hexdigest()
     with store.writing():
-        store.reload_config(); ensure_library(store, library)
-        prev = store.q("SELECT path, hash FROM ingested WHERE library=? AND source=?", (library, src))
+        store.reload_config(); rekey_ingested(store); ensure_library(store, library)
+        prev = store.q("SELECT path, hash, metadata FROM ingested WHERE library=? AND source=?", (library, src))
         prev = prev[0] if prev else None
-        if prev and prev[1] == h and (d := store.q("SELECT id, title, hash FROM documents WHERE collection=? AND path=? AND hash=?", (library, prev[0], h))):
-            text, start = store.q("SELECT body, body_start FROM content WHERE hash=?", (h,))[0]
-            return IngestResult('skipped', doc_uuid(library, prev[0]), src, library, chunk_count(store, text, start, d[0][1], h), f'{library}/{prev[0]}')
+        if prev and prev[1] == h and (d := store.q("SELECT id, title, hash FROM documents WHERE collection=? AND path=? AND hash=?",
+                                                   (library, prev[0], content_key(h, (src, json.loads(prev[2])))))):
+            text, start = store.q("SELECT body, body_start FROM content WHERE hash=?", (d[0][2],))[0]
+            return IngestResult('skipped', doc_uuid(library, prev[0]), src, library, chunk_count(store, text, start, d[0][1], d[0][2]), f'{library}/{prev[0]}')
         try: conv = convert_cached(store, s.data, s.kind, h, src, s.charset)
         except ConversionError as e: add_problem(store, library, src, str(e)); raise
         path = prev[0] if prev and KINDS.get(os.path.splitext(prev[0])[1]) == s.kind else _free_path(store, library, s.name)
@@ -204,7 +205,7 @@ def _ingest(store, s:Source, library, metadata, reindex, job) -> IngestResult:
         if prev and prev[0] != path: _drop_file(store, library, prev[0])
         add_problem(store, library, src, None)
         if reindex: refresh(store)
-    plan.chunk_count = chunk_count(store, nd.body, nd.body_start, nd.title, h)
+    plan.chunk_count = chunk_count(store, nd.body, nd.body_start, nd.title, nd.hash)
     return plan
 
 def _write(store, library, src, path, data, h, conv, metadata, plan=(None, None), modified=None):
@@ -213,7 +214,7 @@ def _write(store, library, src, path, data, h, conv, metadata, plan=(None, None)
         db.execute("""INSERT INTO ingested VALUES(?,?,?,?,?,?) ON CONFLICT(library, source) DO UPDATE SET path=excluded.path,
                       hash=excluded.hash, metadata=excluded.metadata, ingested_at=excluded.ingested_at""",
                    (library, src, path, h, json.dumps(metadata or {}, ensure_ascii=False), now_iso()))
-        if plan[0]: db.execute("UPDATE jobs SET result=? WHERE id=?", (json.dumps({**plan[1].__dict__, 'hash': h}), plan[0]))
+        if plan[0]: db.execute("UPDATE jobs SET result=? WHERE id=?", (json.dumps({**plan[1].__dict__, 'hash': content_key(h, (src, metadata))}), plan[0]))
     f = library_dir(store, library)/path
     tmp = f.with_name(f'.{f.name}.tmp')
     with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'wb') as out: out.write(data) # a copy of someone's file: the owner's only
@@ -221,7 +222,7 @@ def _write(store, library, src, path, data, h, conv, metadata, plan=(None, None)
     os.replace(tmp, f)
     st = f.stat()
     nd = prepare_doc(library, path, conv.text, h, Analyzer(), st.st_size, st.st_mtime, meta=doc_meta(conv.meta, src, metadata),
-                     front_matter=conv.kind not in CONVERTED)
+                     front_matter=conv.kind not in CONVERTED, own=(src, metadata))
     put_docs(store, [nd])
     if conv.kind in CONVERTED: cache_conversions(store, [(h, conv.meta, None)], CONVERTER_VERSION)
     return nd

@@ -18,7 +18,7 @@ from .text import Analyzer
 from .workers import spawn_pool, children_ignore_ctrl_c, workers_skip_main
 from .convert import decode_text, KINDS, CONVERTED
 from .store import NewDoc
-from .scan import prepare_doc, read_inside
+from .scan import prepare_doc, read_inside, content_key, doc_meta
 
 # %% auto #0
 __all__ = ['WORKERS', 'POOL_MIN', 'BATCH', 'AHEAD', 'ToRead', 'Pending', 'Unreadable', 'read_file', 'index_workers', 'roomy_heap',
@@ -30,7 +30,7 @@ class ToRead(NamedTuple):
     rel: str # path in the collection
     full: str # path on disk (a link inside the collection: its target, as `discover` gives it)
     old: str|None = None # the content hash the catalog has for this path (None: a new file)
-    meta: dict|None = None # an ingested file's metadata (`doc_meta`)
+    own: tuple|None = None # an ingested file's (source, user metadata): its metadata and part of its `content_key`
 
 @dataclass
 class Pending:
@@ -54,12 +54,12 @@ def read_file(f:ToRead, collection:str, # the collection's name
     try: data, st = read_inside(f.full, root)
     except OSError as e: return Unreadable(f"unreadable: {'it became a symbolic link' if e.errno == errno.ELOOP else e.strerror}")
     h = hashlib.sha256(data).hexdigest()
-    if f.old == h: return 'same'
+    if f.old == content_key(h, f.own): return 'same'
     kind = KINDS.get(os.path.splitext(f.rel)[1].lower())
     if kind in CONVERTED: return Pending(f.rel, data, h, kind, st, f.old is not None)
     try: text = decode_text(data)
     except ValueError as e: return Unreadable(str(e))
-    return prepare_doc(collection, f.rel, text, h, an, st.st_size, st.st_mtime, meta=f.meta)
+    return prepare_doc(collection, f.rel, text, h, an, st.st_size, st.st_mtime, meta=f.own and doc_meta({}, *f.own), own=f.own)
 
 # %% ../../nbs/engine/04d_readpool.ipynb #b9c325cf
 WORKERS = 2 # processes that read a big batch of changed files, by default (at most the machine's cores)

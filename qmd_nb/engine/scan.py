@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 from .text import Analyzer, split_front_matter, norm_meta, doc_title
 from .store import NewDoc, Store
-from .catalog import Known, doc_index, listing_stamp, new_listing_token
+from .catalog import Known, doc_index, listing_stamp, new_listing_token, content_key
 from .convert import KINDS
 from .fields import doc_stream
 from .discover import Listing
@@ -36,7 +36,8 @@ def doc_meta(meta:dict, # what the file says (converted metadata)
 
 def prepare_doc(collection:str, path:str, text:str, hash:str, an:Analyzer, size=None, mtime=None,
                 title:str|None=None, meta:dict|None=None,
-                front_matter:bool=True # read a leading YAML block (markdown and text files)
+                front_matter:bool=True, # read a leading YAML block (markdown and text files)
+                own:tuple|None=None # (source, user metadata) of an ingested file: part of its `content_key`
                ) -> NewDoc:
     "A `NewDoc` with metadata, title and terms worked out from the text."
     fm, start = split_front_matter(text) if front_matter else ({}, 0)
@@ -44,7 +45,7 @@ def prepare_doc(collection:str, path:str, text:str, hash:str, an:Analyzer, size=
     if 'file_type' not in fm and (ft := KINDS.get(os.path.splitext(path)[1].lower())): fm['file_type'] = ft
     body = text.split('\n', start)[-1] if start else text
     title = title or doc_title(fm, body.split('\n', 200)[:200], path)
-    return NewDoc(collection, path, hash, title, text, doc_stream(an, text, start, fm), start, size, mtime, fm)
+    return NewDoc(collection, path, content_key(hash, own), title, text, doc_stream(an, text, start, fm), start, size, mtime, fm)
 
 # %% ../../nbs/engine/04c_scan.ipynb #aeb7e558
 MAX_FILE_BYTES = 100 << 20 # a file to index: indexing costs ~20x its size in memory, and a sparse file's size costs no disk

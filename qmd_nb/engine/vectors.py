@@ -141,14 +141,14 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
           collections:list[str]|None=None, # only documents of these collections
           progress:bool|None=None, # show a bar (default: on a terminal or in a notebook)
           batch_docs:int=256, # contents per model call and write (a commit point for resuming)
-          reuse:bool=True, # copy the vectors of chunk texts embedded before, instead of running the model on them again
+          reuse:bool=True, # copy the vectors of chunk texts embedded before, instead of running the model on them again (not in a token's view: its embed must not be faster for a passage another collection holds)
           compact_now:bool=False, # compact the vector store whatever the count of deleted vectors (`compact.compact_due`)
           env:dict|None=None) -> EmbedStats:
     "Embed what has no vectors yet."
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
     def started(done):
         if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
-    names = collection_names(store, collections); store = store.root; claim_embedded(store, fp, names) # a view's collections, the whole record
+    names, reuse, store = collection_names(store, collections), reuse and store.allowed is None, store.root; claim_embedded(store, fp, names) # a view's collections, the whole record
     if not (force or compact_now or dropping(store, fp) or (pending := pending_hashes(store, fp, names)) or _due(store, fp, pending) or compact_wanted(store, fp)): return stats # nothing to do: Chroma stays closed
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env); stats.removed = drop_vectors(store, vs, fp, {}) # what a stopped run left, before anything comes back

@@ -20,7 +20,7 @@ from ..engine.config import check_name, check_path_text
 from ..engine.errors import QmdError, UsageError, NotFound
 from ..engine.convert import utc_iso
 from ..engine.store import Store, DocRow, generation
-from ..engine.catalog import docs_by_ids, doc_bodies, doc_body, documents, has_vectors
+from ..engine.catalog import docs_by_ids, doc_bodies, doc_body, documents, has_vectors, file_hash
 from .profile import Tool, Profile, loose, json_result, texts, READ_ONLY
 
 # %% ../../nbs/profiles/24_vectordb.ipynb #1b6c1ef2
@@ -70,7 +70,7 @@ def doc_fields(store:Store, d:DocRow) -> dict:
     "The contract's document-level fields of a catalog row."
     m = d.meta
     return dict(doc_id=doc_uuid(d.collection, d.path), source=doc_source(store, d), title=d.title, library=d.collection,
-                file_type=str(m.get('file_type') or Path(d.path).suffix.lstrip('.').lower()), content_hash=d.hash,
+                file_type=str(m.get('file_type') or Path(d.path).suffix.lstrip('.').lower()), content_hash=file_hash(store, d),
                 last_modified=utc_iso(next((m[k] for k in ('last_modified', 'modified', 'updated') if m.get(k)), d.mtime)),
                 created_at=utc_iso(d.indexed_at), metadata=m.get('metadata') if isinstance(m.get('metadata'), dict) else {})
 
@@ -302,7 +302,7 @@ def list_documents(engine, library:Optional[str]=None, # only this library
 
 def _info(engine, d:DocRow) -> DocInfo:
     f = doc_fields(engine.store, d)
-    return DocInfo(f['doc_id'], f['source'], d.title, d.collection, d.hash, f['created_at'], f['metadata'], chunk_count(engine, d))
+    return DocInfo(f['doc_id'], f['source'], d.title, d.collection, f['content_hash'], f['created_at'], f['metadata'], chunk_count(engine, d))
 
 # %% ../../nbs/profiles/24_vectordb.ipynb #e1f2a3b1
 @dataclass

@@ -13,7 +13,8 @@ from ..engine.errors import QmdError
 # %% auto #0
 __all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'CONNECTIONS_PER_CLIENT', 'check_port', 'check_tls', 'tls_context',
            'http_server', 'ConnectionCap', 'client_deadline', 'more_files', 'public_base', 'http_security',
-           'warm_in_background', 'profiles_ready', 'Sparse', 'start_watching', 'serve', 'qmd_exe', 'mcp_config']
+           'warm_in_background', 'rekey_in_background', 'profiles_ready', 'Sparse', 'start_watching', 'serve',
+           'qmd_exe', 'mcp_config']
 
 # %% ../../nbs/serve/23_server.ipynb #83629449
 DEFAULT_PORT = 18765
@@ -230,6 +231,18 @@ def warm_in_background(engine) -> threading.Thread:
         if n: logging.getLogger('qmd_nb.serve.server').info("reranker data for %d documents ready in %.0f s", n, time.time() - t)
     return engine.background(run)
 
+# %% ../../nbs/serve/23_server.ipynb #7c94f18e
+def rekey_in_background(engine) -> threading.Thread:
+    "Move an older catalog's ingested pages to their own content keys (see `rekey_ingested`) and refresh the keyword index, in a daemon thread."
+    def run():
+        from qmd_nb.engine.catalog import kv_get, REKEYED, rekey_ingested
+        st = engine.store
+        if kv_get(st, REKEYED) == '1' or st.readonly: return # the common case: one read
+        from qmd_nb.engine.index import refresh_keyword
+        with st.writing():
+            if rekey_ingested(st): refresh_keyword(st)
+    return engine.background(run)
+
 # %% ../../nbs/serve/23_server.ipynb #dcd51aa7
 def profiles_ready(engine, tools) -> list[str]:
     "Checked tool profiles, after each profile's own start-up check (e.g. mdq needs registered sources)."
@@ -306,7 +319,7 @@ def serve(engine, # the engine to serve
                          allowed_hosts=allowed_hosts, tools=tools, allow_paths=roots, **sec)
     url = public_base(host, port, bool(cert), public_url)
     for line in [f"REST on {url}, MCP (Streamable HTTP) on {url}/mcp", f"MCP over SSE, for clients of the older transport only: {url}/sse", *notes]: print(f"qmd-nb: {line}", file=sys.stderr)
-    _stop_quietly(); warm_in_background(engine)
+    _stop_quietly(); rekey_in_background(engine); warm_in_background(engine)
     if watch: start_watching(engine)
     try:
         if transport == 'http': return server.run()
