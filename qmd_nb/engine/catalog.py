@@ -9,18 +9,16 @@ from __future__ import annotations
 from .store import DocRow, NewDoc, Store, DOC_COLS, bump_generation, doc_row, now_iso
 from typing import NamedTuple
 from .errors import NotFound
-from .text import Analyzer
-from .fields import doc_stream
 import hashlib, json, os, sqlite3
 
 # %% auto #0
-__all__ = ['REKEYED', 'RECLAIM_SHARE', 'RECLAIM_MIN_BYTES', 'put_docs', 'touch_docs', 'move_docs', 'remove_docs', 'drop_orphans',
-           'Known', 'doc_index', 'doc_hashes', 'docs_by_ids', 'doc_bodies', 'doc_body', 'listing_stamp',
-           'new_listing_token', 'has_problems', 'content_key', 'rekey_ingested', 'cached_conversion', 'file_hash',
-           'cache_conversions', 'library_files', 'hashes_with_prefix', 'docid', 'is_docid', 'docs_by_docid',
-           'set_problems', 'replace_problems', 'add_problem', 'mark_updated', 'note_scan', 'scan_started',
-           'forget_collection', 'rename_in_catalog', 'documents', 'documents_where', 'count', 'doc_paths', 'doc_keys',
-           'has_vectors', 'problems', 'kv_get', 'kv_set', 'free_space', 'reclaim_space']
+__all__ = ['RECLAIM_SHARE', 'RECLAIM_MIN_BYTES', 'put_docs', 'touch_docs', 'move_docs', 'remove_docs', 'drop_orphans', 'Known',
+           'doc_index', 'doc_hashes', 'docs_by_ids', 'doc_bodies', 'doc_body', 'listing_stamp', 'new_listing_token',
+           'has_problems', 'content_key', 'cached_conversion', 'file_hash', 'cache_conversions', 'library_files',
+           'hashes_with_prefix', 'docid', 'is_docid', 'docs_by_docid', 'set_problems', 'replace_problems',
+           'add_problem', 'mark_updated', 'note_scan', 'scan_started', 'forget_collection', 'rename_in_catalog',
+           'documents', 'documents_where', 'count', 'doc_paths', 'doc_keys', 'has_vectors', 'problems', 'kv_get',
+           'kv_set', 'free_space', 'reclaim_space']
 
 # %% ../../nbs/engine/03b_catalog.ipynb #affa0848
 def put_docs(store:Store, docs:list[NewDoc]):
@@ -61,10 +59,12 @@ def drop_orphans(store:Store, hashes:list[str]|None=None # only these contents (
                ) -> int:
     "Delete content no document refers to (and its cached conversion); returns how many contents went."
     with store.tx() as db:
-        if hashes is None: # the keys alone, from the two indexes: no body is read (a scan of `content` reads them all)
+        if every := hashes is None: # the keys alone, from the two indexes: no body is read (a scan of `content` reads them all)
             hashes = [h for h, in db.execute("SELECT hash FROM content WHERE hash NOT IN (SELECT hash FROM documents)")]
         gone = [h for h in set(hashes) if db.execute("DELETE FROM content WHERE hash=? AND NOT EXISTS (SELECT 1 FROM documents WHERE hash=?)", (h, h)).rowcount]
-        db.executemany("DELETE FROM conversions WHERE hash=? AND error IS NULL", [(h,) for h in gone])
+        kept = "error IS NULL AND hash NOT IN (SELECT hash FROM ingested)" # an ingested file's conversion: its text is under its `content_key`
+        db.execute(f"DELETE FROM conversions WHERE {kept} AND hash IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
+        if every: db.execute(f"DELETE FROM conversions WHERE {kept} AND hash NOT IN (SELECT hash FROM content)") # an ingested file's, deleted
         return len(gone)
 
 
@@ -156,30 +156,6 @@ def content_key(hash:str, # sha256 of the file's bytes
     extra = json.dumps([own[0], own[1] or {}], sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(f'{hash}\n{extra}'.encode('utf-8', 'surrogatepass')).hexdigest()
 
-# %% ../../nbs/engine/03b_catalog.ipynb #22592879
-REKEYED = 'ingested_keys' # `kv`: '1' once the catalog's ingested documents are under their `content_key`
-
-def rekey_ingested(store:Store) -> int:
-    "Move ingested documents stored under their bytes' hash (by a version before `content_key`) to their own keys, once; how many moved."
-    store = store.root # a token's view of the index moves every collection's documents, not its own alone
-    if store.readonly or store.q("SELECT value FROM kv WHERE key=?", (REKEYED,)) == [('1',)]: return 0
-    old = store.q("SELECT d.id, d.hash, i.source, i.metadata FROM documents d JOIN ingested i ON i.library = d.collection AND i.path = d.path AND i.hash = d.hash")
-    an, moved = Analyzer(), {h for _, h, _, _ in old}
-    with store.tx() as db:
-        for i, h, src, md in old:
-            body, start, meta = db.execute("SELECT c.body, c.body_start, d.meta FROM documents d JOIN content c ON c.hash = d.hash WHERE d.id=?", (i,)).fetchone()
-            key = content_key(h, (src, json.loads(md)))
-            db.execute("INSERT OR IGNORE INTO content VALUES(?,?,?,?)", (key, body, doc_stream(an, body, start, json.loads(meta)), start))
-            db.execute("UPDATE documents SET hash=? WHERE id=?", (key, i))
-        for h in moved: # a folder's copy that shared it: its own terms (the first writer's may have been an ingested file's)
-            if r := db.execute("SELECT c.body, c.body_start, d.meta FROM documents d JOIN content c ON c.hash = d.hash WHERE d.hash=? LIMIT 1", (h,)).fetchone():
-                db.execute("UPDATE content SET terms=? WHERE hash=?", (doc_stream(an, r[0], r[1], json.loads(r[2])), h))
-                db.execute("INSERT INTO doc_log(doc_id) SELECT id FROM documents WHERE hash=?", (h,)) # the keyword index reads them again
-        db.execute("INSERT OR REPLACE INTO kv VALUES(?, '1')", (REKEYED,))
-        if old: bump_generation(db)
-    drop_orphans(store, list(moved))
-    return len(old)
-
 # %% ../../nbs/engine/03b_catalog.ipynb #816d1eb9
 def cached_conversion(store:Store, hash:str, version:str) -> tuple|None:
     "(markdown or None, metadata, error or None) cached for a content hash, None when nothing usable is cached."
@@ -199,7 +175,10 @@ def file_hash(store:Store, d:DocRow) -> str:
     "The sha256 of a document's bytes: its content hash, or for an ingested file the hash its `content_key` was made of."
     if 'source' not in d.meta: return d.hash # (every ingested file's metadata names its source)
     r = store.q("SELECT hash, source, metadata FROM ingested WHERE library=? AND path=?", (d.collection, d.path))
-    return r[0][0] if r and content_key(r[0][0], (r[0][1], json.loads(r[0][2]))) == d.hash else d.hash
+    if not r or content_key(r[0][0], (r[0][1], json.loads(r[0][2]))) == d.hash: return r[0][0] if r else d.hash
+    try: # the library's copy was edited on disk since it was ingested (`update` read it): hash the file
+        with open(os.path.join(store.config.collections[d.collection].path, d.path), 'rb') as f: return hashlib.file_digest(f, 'sha256').hexdigest()
+    except (OSError, KeyError): return d.hash
 
 def cache_conversions(store:Store, rows:list[tuple], version:str):
     "Remember conversions: rows of (hash, metadata, error or None)."

@@ -126,17 +126,19 @@ def drop_vectors(store:Store, vs, # the `VectorStore` of `fp`
 
 # %% ../../nbs/engine/09b_embedded.ipynb #9af00c81
 def known_vectors(store:Store, fingerprint:str, texts:list[str], # the texts about to be embedded
-                  fetch # fetch(ids) -> (ids found, their vectors, ...), as `VectorStore.vectors`
+                  fetch, # fetch(ids) -> (ids found, their vectors, ...), as `VectorStore.vectors`
+                  mine:list[str]|None=None # a view's collections: only texts their documents were embedded with (None: any)
                  ) -> dict[bytes, np.ndarray]:
     "Stored vectors of these texts, where one exists."
-    if store.allowed is not None: return {} # a view (a token's collections): how fast its ingest embeds must not tell whether
-    # another collection holds a passage
+    if store.allowed is not None or mine == []: return {} # a view itself reads no record (`embed` passes the whole store, and the view's `mine`)
     if not store.q("SELECT 1 FROM sqlite_master WHERE name='chunk_texts'"): return {} # nothing embedded since it came
     ids, keys = {}, list(dict.fromkeys(map(text_key, texts)))
+    own, args = ('', []) if mine is None else (" AND hash IN (SELECT c.hash FROM claims c JOIN documents d ON d.id = c.doc_id WHERE "
+                                               f"c.fingerprint=? {_in(mine)[0]})", [fingerprint, *mine]) # how fast a token's ingest embeds must not tell another collection's passages
     for k in range(0, len(keys), 900):
         part = keys[k:k+900]
         ids.update((f'{h}:{s}', key) for key, h, s in store.q(
-            f"SELECT key, hash, MIN(seq) FROM chunk_texts WHERE fingerprint=? AND key IN ({','.join('?' * len(part))}) GROUP BY key", [fingerprint, *part]))
+            f"SELECT key, hash, MIN(seq) FROM chunk_texts WHERE fingerprint=? AND key IN ({','.join('?' * len(part))}){own} GROUP BY key", [fingerprint, *part, *args]))
     if not ids: return {}
     found, M, *_ = fetch(list(ids))
     return {ids[i]: M[r] for r, i in enumerate(found)}

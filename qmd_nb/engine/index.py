@@ -14,7 +14,8 @@ from .config import Collection, check_name, check_path_text, norm_context_path, 
 from .errors import UsageError, NotFound, QmdError, DiskFull, disk_full
 from .text import Analyzer, doc_title
 from .store import Store, DocRow, generation, get_collection, check_allowed
-from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, reclaim_space, rename_in_catalog, cached_conversion, cache_conversions, library_files, rekey_ingested
+from .catalog import put_docs, touch_docs, move_docs, remove_docs, drop_orphans, doc_index, doc_hashes, docs_by_ids, doc_body, set_problems, replace_problems, mark_updated, note_scan, scan_started, has_problems, kv_get, kv_set, forget_collection, reclaim_space, rename_in_catalog, cached_conversion, cache_conversions, library_files
+from .rekey import rekey_ingested
 from .convert import Converter, ConversionError, CONVERTER_VERSION, DEFAULT_MASK
 from .progress import progress_bar
 from .readpool import ToRead, Unreadable, Pending, read_files, index_workers, roomy_heap
@@ -118,8 +119,7 @@ def _sync(store:Store, c:Collection, files:list, known:dict, since_ns:int|None, 
           batch:int=500, convert_batch:int=64, workers:int=1) -> tuple[UpdateStats, list]:
     "Bring the catalog's `known` documents in line with `files` (found on disk over the same ground); the stats, and the contents that may have lost their last document."
     an, stats, lib = an or Analyzer(), UpdateStats(c.name), library_files(store, c.name)
-    p = plan_scan(files, known, since_ns, renames=not lib)
-    stats.unchanged = p.unchanged
+    p = plan_scan(files, known, since_ns, renames=not lib); stats.unchanged = p.unchanged
     gone_rows = {d.path: d for d in docs_by_ids(store, [k.id for k in p.gone.values()] + [known[o].id for o, _, _ in p.moves])}
     moves = [(new, _moved_title(store, gone_rows[old], new), *_stat_row(st), known[old].id) for old, new, st in p.moves]
     old_hash = doc_hashes(store, [k.id for *_, k in p.read if k is not None])

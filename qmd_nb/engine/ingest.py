@@ -14,7 +14,8 @@ from urllib.parse import urlsplit, unquote
 from .config import Collection, check_name, check_path_text, private_dir
 from .errors import QmdError, UsageError, NotFound, Busy
 from .store import Store, DocRow, generation, now_iso, check_allowed
-from .catalog import put_docs, remove_docs, drop_orphans, add_problem, cached_conversion, cache_conversions, docs_by_ids, rekey_ingested
+from .catalog import put_docs, remove_docs, drop_orphans, add_problem, cached_conversion, cache_conversions, docs_by_ids
+from .rekey import rekey_ingested
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED
 from .text import Analyzer
 from .scan import prepare_doc, doc_meta, content_key, MAX_FILE_BYTES
@@ -303,11 +304,11 @@ def _committed(store, lib, plan) -> IngestResult|None:
     try: p = json.loads(plan or 'null')
     except ValueError: return None
     if not isinstance(p, dict) or 'hash' not in p: return None
-    h = p.pop('hash')
-    row = store.q("SELECT d.title, c.body, c.body_start FROM documents d JOIN content c ON c.hash = d.hash WHERE d.collection=? AND d.path=? AND d.hash=?",
-                  (lib, p['file'].split('/', 1)[1], h))
-    if not row: return None
-    return IngestResult(**{**p, 'chunk_count': chunk_count(store, row[0][1], row[0][2], row[0][0], h)})
+    h = p.pop('hash') # its content key (a job of a version before `content_key`: the bytes' hash)
+    row = store.q("""SELECT d.title, c.body, c.body_start, d.hash, i.source, i.metadata FROM documents d JOIN content c ON c.hash = d.hash LEFT JOIN
+                     ingested i ON i.library = d.collection AND i.path = d.path WHERE d.collection=? AND d.path=?""", (lib, p['file'].split('/', 1)[1]))
+    if not row or row[0][3] not in (h, content_key(h, (row[0][4], json.loads(row[0][5] or '{}')))): return None
+    return IngestResult(**{**p, 'chunk_count': chunk_count(store, row[0][1], row[0][2], row[0][0], row[0][3])})
 
 def job_status(store:Store, job_id:str) -> Job:
     "The state of a background ingestion (a job whose process died: done if its document was committed, else failed)."

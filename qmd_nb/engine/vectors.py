@@ -120,10 +120,10 @@ def _due(store:Store, fp:str, pending:list) -> dict:
     if not orphans or len(orphans) > ORPHANS_KEPT: return orphans # nothing to weigh: the watcher's embed after each batch reads no more
     return {} if set(pending_hashes(store, fp)) - set(pending) else orphans
 
-def _vectors(store, vs, embedder, fp:str, texts:list[str], recent:dict, tick, reuse:bool):
-    "A batch's vectors, texts embedded before copied (from the store, or from the batch before, perhaps still being written)."
+def _vectors(store, vs, embedder, fp:str, texts:list[str], recent:dict, tick, reuse:bool, mine:list|None=None):
+    "A batch's vectors, texts embedded before copied (from the store, or from the batch before, perhaps still being written; a view's: of `mine`)."
     if not reuse: return embedder.embed_docs(texts, progress=tick), {}
-    return embed_new(embedder.embed_docs, texts, {**recent, **known_vectors(store, fp, texts, vs.vectors)}, tick)
+    return embed_new(embedder.embed_docs, texts, {**recent, **known_vectors(store, fp, texts, vs.vectors, mine)}, tick)
 
 @contextmanager
 def _stopped_by_disk(store:Store, what:str):
@@ -141,14 +141,14 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
           collections:list[str]|None=None, # only documents of these collections
           progress:bool|None=None, # show a bar (default: on a terminal or in a notebook)
           batch_docs:int=256, # contents per model call and write (a commit point for resuming)
-          reuse:bool=True, # copy the vectors of chunk texts embedded before, instead of running the model on them again (not in a token's view: its embed must not be faster for a passage another collection holds)
+          reuse:bool=True, # copy the vectors of chunk texts embedded before, instead of running the model on them again (a token's view: only of texts its own documents were embedded with)
           compact_now:bool=False, # compact the vector store whatever the count of deleted vectors (`compact.compact_due`)
           env:dict|None=None) -> EmbedStats:
     "Embed what has no vectors yet."
     fp, t0, stats = embedder.fingerprint, time.time(), EmbedStats()
     def started(done):
         if not stats.first_chunks: stats.startup, stats.first_chunks = time.time() - t0, done
-    names, reuse, store = collection_names(store, collections), reuse and store.allowed is None, store.root; claim_embedded(store, fp, names) # a view's collections, the whole record
+    names, view, store = collection_names(store, collections), store.allowed is not None, store.root; claim_embedded(store, fp, names) # a view's collections, the whole record
     if not (force or compact_now or dropping(store, fp) or (pending := pending_hashes(store, fp, names)) or _due(store, fp, pending) or compact_wanted(store, fp)): return stats # nothing to do: Chroma stays closed
     with store.writing(), _stopped_by_disk(store, 'embedding stopped (what was embedded before is kept; run the command again to finish)'):
         vs = VectorStore(store, fp, env); stats.removed = drop_vectors(store, vs, fp, {}) # what a stopped run left, before anything comes back
@@ -163,7 +163,7 @@ def embed(store:Store, embedder, # the embedder (see `qmd_nb.engine.embed`)
             for part in parts:
                 texts = [c.embed_text for cs in part.values() for c in cs]
                 set_total(bar, expected_chunks(stats.documents + len(part), stats.chunks + len(texts), len(pending)))
-                vecs, recent = _vectors(store, vs, embedder, fp, texts, recent, _ticker(bar, started), reuse) if texts else (None, {})
+                vecs, recent = _vectors(store, vs, embedder, fp, texts, recent, _ticker(bar, started), reuse, names if view else None) if texts else (None, {})
                 copied = len(texts) - len(recent) if reuse else 0; bar.update(copied); stats.reused += copied
                 if written: written.result() # in order, and a failed write stops the run
                 written = writer.submit(_write, store, vs, fp, part, vecs)

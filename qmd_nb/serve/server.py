@@ -233,14 +233,15 @@ def warm_in_background(engine) -> threading.Thread:
 
 # %% ../../nbs/serve/23_server.ipynb #7c94f18e
 def rekey_in_background(engine) -> threading.Thread:
-    "Move an older catalog's ingested pages to their own content keys (see `rekey_ingested`) and refresh the keyword index, in a daemon thread."
+    "Move an older catalog's ingested pages to their own content keys (see `rekey_ingested`) and bring the keyword index level, in a daemon thread."
     def run():
-        from qmd_nb.engine.catalog import kv_get, REKEYED, rekey_ingested
+        from qmd_nb.engine.catalog import kv_get
+        from qmd_nb.engine.rekey import REKEYED, rekey_ingested
+        from qmd_nb.engine.store import generation
         st = engine.store
-        if kv_get(st, REKEYED) == '1' or st.readonly: return # the common case: one read
+        if (kv_get(st, REKEYED) == '1' and kv_get(st, 'keyword_fresh') == str(generation(st))) or st.readonly: return # the common case: two reads
         from qmd_nb.engine.index import refresh_keyword
-        with st.writing():
-            if rekey_ingested(st): refresh_keyword(st)
+        with st.writing(): rekey_ingested(st); refresh_keyword(st)
     return engine.background(run)
 
 # %% ../../nbs/serve/23_server.ipynb #dcd51aa7
