@@ -14,11 +14,11 @@ import hashlib, json, os, sqlite3
 # %% auto #0
 __all__ = ['RECLAIM_SHARE', 'RECLAIM_MIN_BYTES', 'put_docs', 'touch_docs', 'move_docs', 'remove_docs', 'drop_orphans', 'Known',
            'doc_index', 'doc_hashes', 'docs_by_ids', 'doc_bodies', 'doc_body', 'listing_stamp', 'new_listing_token',
-           'has_problems', 'content_key', 'cached_conversion', 'file_hash', 'cache_conversions', 'library_files',
-           'hashes_with_prefix', 'docid', 'is_docid', 'docs_by_docid', 'set_problems', 'replace_problems',
-           'add_problem', 'mark_updated', 'note_scan', 'scan_started', 'forget_collection', 'rename_in_catalog',
-           'documents', 'documents_where', 'count', 'doc_paths', 'doc_keys', 'has_vectors', 'problems', 'kv_get',
-           'kv_set', 'free_space', 'reclaim_space']
+           'has_problems', 'content_key', 'cached_conversion', 'file_hashes', 'file_hash', 'cache_conversions',
+           'library_files', 'hashes_with_prefix', 'docid', 'is_docid', 'docs_by_docid', 'set_problems',
+           'replace_problems', 'add_problem', 'mark_updated', 'note_scan', 'scan_started', 'forget_collection',
+           'rename_in_catalog', 'documents', 'documents_where', 'count', 'doc_paths', 'doc_keys', 'has_vectors',
+           'problems', 'kv_get', 'kv_set', 'free_space', 'reclaim_space']
 
 # %% ../../nbs/engine/03b_catalog.ipynb #affa0848
 def put_docs(store:Store, docs:list[NewDoc]):
@@ -171,14 +171,21 @@ def _ingested_text(store:Store, hash:str) -> str|None:
         if key == content_key(hash, (src, json.loads(md))): return body # (not a file changed on disk since)
     return None
 
-def file_hash(store:Store, d:DocRow) -> str:
-    "The sha256 of a document's bytes: its content hash, or for an ingested file the hash its `content_key` was made of."
-    if 'source' not in d.meta: return d.hash # (every ingested file's metadata names its source)
-    r = store.q("SELECT hash, source, metadata FROM ingested WHERE library=? AND path=?", (d.collection, d.path))
-    if not r or content_key(r[0][0], (r[0][1], json.loads(r[0][2]))) == d.hash: return r[0][0] if r else d.hash
-    try: # the library's copy was edited on disk since it was ingested (`update` read it): hash the file
+def file_hashes(store:Store, docs:list[DocRow]) -> dict[int, str]:
+    "doc id -> the sha256 of its bytes: its content hash, or for an ingested file the hash its `content_key` was made of (one read per library)."
+    out, lib = {d.id: d.hash for d in docs}, {(d.collection, d.path): d for d in docs if 'source' in d.meta} # (every ingested file's metadata names its source)
+    for c in {c for c, _ in lib}:
+        for p, h, src, md in store.q("SELECT path, hash, source, metadata FROM ingested WHERE library=?", (c,)):
+            if (d := lib.get((c, p))) is not None: out[d.id] = h if content_key(h, (src, json.loads(md))) == d.hash else _read_hash(store, d)
+    return out
+
+def _read_hash(store:Store, d:DocRow) -> str:
+    "The sha256 of a library's copy edited on disk since it was ingested (`update` read it); its content hash if it cannot be read."
+    try:
         with open(os.path.join(store.config.collections[d.collection].path, d.path), 'rb') as f: return hashlib.file_digest(f, 'sha256').hexdigest()
     except (OSError, KeyError): return d.hash
+
+def file_hash(store:Store, d:DocRow) -> str: "The sha256 of one document's bytes (`file_hashes`)."; return file_hashes(store, [d])[d.id]
 
 def cache_conversions(store:Store, rows:list[tuple], version:str):
     "Remember conversions: rows of (hash, metadata, error or None)."

@@ -14,11 +14,11 @@ from urllib.parse import urlsplit, unquote
 from .config import Collection, check_name, check_path_text, private_dir
 from .errors import QmdError, UsageError, NotFound, Busy
 from .store import Store, DocRow, generation, now_iso, check_allowed
-from .catalog import put_docs, remove_docs, drop_orphans, add_problem, cached_conversion, cache_conversions, docs_by_ids
+from .catalog import put_docs, remove_docs, drop_orphans, add_problem, cached_conversion, cache_conversions, docs_by_ids, content_key
 from .rekey import rekey_ingested
 from .convert import convert_bytes, Converted, ConversionError, CONVERTER_VERSION, KINDS, CONVERTED
 from .text import Analyzer
-from .scan import prepare_doc, doc_meta, content_key, MAX_FILE_BYTES
+from .scan import prepare_doc, doc_meta, MAX_FILE_BYTES
 from .keyword import refresh
 from .fetch import clean_url, fetch_url
 

@@ -18,7 +18,8 @@ from .text import Analyzer
 from .workers import spawn_pool, children_ignore_ctrl_c, workers_skip_main
 from .convert import decode_text, KINDS, CONVERTED
 from .store import NewDoc
-from .scan import prepare_doc, read_inside, content_key, doc_meta
+from .catalog import content_key
+from .scan import prepare_doc, read_inside, doc_meta
 
 # %% auto #0
 __all__ = ['WORKERS', 'POOL_MIN', 'BATCH', 'AHEAD', 'ToRead', 'Pending', 'Unreadable', 'read_file', 'index_workers', 'roomy_heap',

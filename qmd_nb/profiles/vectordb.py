@@ -20,7 +20,7 @@ from ..engine.config import check_name, check_path_text
 from ..engine.errors import QmdError, UsageError, NotFound
 from ..engine.convert import utc_iso
 from ..engine.store import Store, DocRow, generation
-from ..engine.catalog import docs_by_ids, doc_bodies, doc_body, documents, has_vectors, file_hash
+from ..engine.catalog import docs_by_ids, doc_bodies, doc_body, documents, has_vectors, file_hash, file_hashes
 from .profile import Tool, Profile, loose, json_result, texts, READ_ONLY
 
 # %% ../../nbs/profiles/24_vectordb.ipynb #1b6c1ef2
@@ -66,11 +66,12 @@ def doc_source(store:Store, d:DocRow) -> str:
     c = store.config.collections.get(d.collection)
     return str(d.meta.get('source') or (Path(c.path)/d.path if c else d.file))
 
-def doc_fields(store:Store, d:DocRow) -> dict:
+def doc_fields(store:Store, d:DocRow, content_hash:str|None=None # known already (`file_hashes`); None: read here
+              ) -> dict:
     "The contract's document-level fields of a catalog row."
     m = d.meta
     return dict(doc_id=doc_uuid(d.collection, d.path), source=doc_source(store, d), title=d.title, library=d.collection,
-                file_type=str(m.get('file_type') or Path(d.path).suffix.lstrip('.').lower()), content_hash=file_hash(store, d),
+                file_type=str(m.get('file_type') or Path(d.path).suffix.lstrip('.').lower()), content_hash=file_hash(store, d) if content_hash is None else content_hash,
                 last_modified=utc_iso(next((m[k] for k in ('last_modified', 'modified', 'updated') if m.get(k)), d.mtime)),
                 created_at=utc_iso(d.indexed_at), metadata=m.get('metadata') if isinstance(m.get('metadata'), dict) else {})
 
@@ -196,7 +197,8 @@ def _allowed(store:Store, names, conds:dict) -> Optional[set]:
     "Catalog ids of the documents meeting the document-level conditions (None: no condition)."
     if not conds: return None
     rows = documents(store, names or None)
-    return {d.id for d in rows if (f := doc_fields(store, d)) and all(same(k, f[k], v) for k, v in conds.items())}
+    hs = file_hashes(store, rows) if 'content_hash' in conds else {} # (a document's own hash otherwise: not read)
+    return {d.id for d in rows if (f := doc_fields(store, d, hs.get(d.id, d.hash))) and all(same(k, f[k], v) for k, v in conds.items())}
 
 CHUNK_NEAR = 0.8 # a document's other chunks are results too when they answer this nearly as well as its best one
 
@@ -249,7 +251,7 @@ def search(engine, query:str, top_k:int=5, # results, 1 to 100
             if len(out) >= top_k and sorted(s for s, _ in out)[-top_k] >= h.score: return _answer(out, top_k) # no later chunk can enter
             if (d := rows.get(h.doc_id)) is None or d.hash not in bodies: continue
             chunks = doc_chunks(engine, d, *bodies[d.hash])
-            f = doc_fields(st, d)
+            f = doc_fields(st, d, d.hash) # (a chunk hit has no content_hash)
             out += [(h.score * share, ChunkHit(f['doc_id'], f['source'], d.title, d.collection, f['file_type'], f['last_modified'],
                                                shown_page(d.meta, c, chunk_conds), c.text, c.seq, f['metadata']))
                     for c, share in ranked_chunks(chunks, d.meta, pats, chunk_conds, sims(d.hash, chunks))]
