@@ -7,7 +7,7 @@ its asker must not see (a leak): the content, titles, file names, folder and nam
 experience records, a server-side secret file, and other tokens. The counts of probes and leaks are printed.
 
 The attacker's client is a small script run with the system Python (standard library only) by `su nobody`."""
-import json, os, re, shutil, subprocess, sys, tempfile, time, uuid
+import asyncio, json, os, re, shutil, subprocess, sys, tempfile, time, uuid
 from pathlib import Path
 import httpx, pytest
 from conftest import QMD_BIN, ATTACKER_LIB, write_tree
@@ -701,11 +701,40 @@ def test_an_older_index_is_rekeyed_when_the_server_starts(qmd, tmp_path):
     tok = qmd('token', 'create', '--scope', 'read', '--collections', 'pub', '--name', 'r').stdout.strip()
     s = Server(qmd)
     try:
+        h, end, waited = {'Authorization': f'Bearer {tok}'}, time.time() + 30, 0
+        while (r := s.post('/search', {'query': 'zebracorn', 'limit': 5}, headers=h)).status_code == 503 and time.time() < end: # from its first answer on
+            assert 'being upgraded' in r.json()['detail'] and 'plan' not in r.text, r.text; waited += 1; time.sleep(0.05)
+        assert r.status_code == 200 and r.json()['results'] == [], r.text # never found by the tags, not even while the server moved the pages
         found = lambda q, h: [x['file'] for x in s.post('/search', {'query': q, 'limit': 5}, headers=h).json()['results']]
-        h, end = {'Authorization': f'Bearer {tok}'}, time.time() + 30
-        while found('zebracorn', h) and time.time() < end: time.sleep(0.2)
-        assert found('zebracorn', h) == [] and found('merger dollars', h) == ['pub/plan.md']
+        assert found('merger dollars', h) == ['pub/plan.md']
         assert found('zebracorn', {}) == ['vault/plan.md']
+        print(f'answers 503 while upgrading: {waited}')
+    finally:
+        code, _, err = s.stop()
+        assert code == 0 and 'Traceback' not in err, err[-2000:]
+
+def test_a_limited_token_is_not_served_from_an_older_read_only_index(qmd, tmp_path, mounts):
+    "An index as versions before `content_key` left it, mounted read-only, cannot be upgraded: a token limited to the folder is told so (503, REST and MCP) rather than finding its copy by the library page's tags; the owner is served."
+    from conftest import Qmd, mount
+    from test_rest import Server, _mcp_http
+    page = "# Plan\n\nThe merger closes on 3 March at 41 dollars a share.\n"
+    mine = write_tree(tmp_path/'mine', {'plan.md': page}); pub = write_tree(tmp_path/'pub', {'plan.md': page})
+    qmd('ingest', mine/'plan.md', '--library', 'vault', '--metadata', '{"tags": ["zebracorn"]}'); qmd('collection', 'add', pub, '--name', 'pub')
+    _as_an_older_version_left_it(qmd.home, 'vault')
+    tok = qmd('token', 'create', '--scope', 'read', '--collections', 'pub', '--name', 'r').stdout.strip(); qmd('mcp-config') # (the server's own token)
+    ro = tmp_path/'ro'; ro.mkdir()
+    if not mount('--bind', '-o', 'ro', qmd.home, ro): pytest.skip('needs root to bind-mount read-only')
+    mounts.append(ro)
+    s = Server(Qmd(ro))
+    try:
+        for path, body in [('/search', {'query': 'zebracorn'}), ('/query', {'query': 'zebracorn'}), ('/status', None)]:
+            r = s.post(path, body, headers={'Authorization': f'Bearer {tok}'}) if body else s.get(path, headers={'Authorization': f'Bearer {tok}'})
+            assert r.status_code == 503 and "runs 'qmd-nb update'" in r.json()['detail'] and 'plan' not in r.text, (path, r.text)
+        class As: url, token = s.url, tok
+        try: said = repr(asyncio.run(_mcp_http(As, lambda c: c.call_tool('search', {'query': 'zebracorn'}))))
+        except ExceptionGroup as e: said = repr(e) # the SDK's client raises the JSON-RPC error it was answered
+        assert "runs 'qmd-nb update'" in said and 'plan' not in said, said
+        assert {x['file'] for x in s.post('/search', {'query': 'zebracorn'}).json()['results']} >= {'vault/plan.md'} # the owner is served
     finally:
         code, _, err = s.stop()
         assert code == 0 and 'Traceback' not in err, err[-2000:]

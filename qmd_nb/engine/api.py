@@ -35,6 +35,7 @@ class Engine:
         self.request_timeout, self.allow_private_urls = 30.0, False # a read's time limit (s); URL ingestion of private addresses (the owner's choice)
         self.roots, self._views = None, {} # roots: the folders a client may name (None: any, as for the owner)
         self.watcher, self.listeners = None, [] # a `qmd_nb.engine.watch.Watcher` keeping the index fresh; what it tells of changes (MCP servers)
+        self.hold:str|None = None # why clients limited to collections are not served now (see `qmd_nb.engine.rekey.rekey_pending`); None: they are
 
     def _load(self):
         with self._lock:

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 import contextvars, errno, shutil, time
 
 # %% auto #0
-__all__ = ['QmdError', 'UsageError', 'NotFound', 'Forbidden', 'validation_detail', 'TooSlow', 'Busy', 'deadline', 'past_deadline',
-           'time_left', 'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'DamagedIndex', 'disk_full', 'no_room',
-           'storage_error']
+__all__ = ['QmdError', 'UsageError', 'NotFound', 'Forbidden', 'validation_detail', 'TooSlow', 'Busy', 'Unavailable', 'deadline',
+           'past_deadline', 'time_left', 'check_deadline', 'ReadOnlyIndex', 'DiskFull', 'DamagedIndex', 'disk_full',
+           'no_room', 'storage_error']
 
 # %% ../../nbs/engine/00_errors.ipynb #b2bede68
 class QmdError(Exception):
@@ -58,6 +58,10 @@ class TooSlow(QmdError):
 class Busy(QmdError):
     "Too much work queued already: try again later (HTTP 429)."
     status = 429
+
+class Unavailable(QmdError):
+    "The index cannot serve this client until work under way is done, e.g. an upgrade (HTTP 503)."
+    status = 503
 
 _DEADLINE = contextvars.ContextVar('qmd_nb_deadline', default=None) # (monotonic end, seconds) of the current request
 

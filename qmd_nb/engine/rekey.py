@@ -7,13 +7,13 @@ Docs: https://qmd-nb.github.io/qmd-nb/engine/rekey.html.md"""
 # %% ../../nbs/engine/03d_rekey.ipynb #b9d498e7
 from __future__ import annotations
 import json, os
-from .store import Store, bump_generation
-from .catalog import content_key, drop_orphans
+from .store import Store, bump_generation, generation
+from .catalog import content_key, drop_orphans, kv_get
 from .text import Analyzer
 from .fields import doc_stream, HEADER, MARKS
 
 # %% auto #0
-__all__ = ['REKEYED', 'rekey_ingested']
+__all__ = ['REKEYED', 'UPGRADING', 'OLDER_READ_ONLY', 'rekey_ingested', 'rekey_due', 'rekey_pending']
 
 # %% ../../nbs/engine/03d_rekey.ipynb #22592879
 REKEYED = 'ingested_keys' # `kv`: '1' once the catalog's ingested documents are under their `content_key`
@@ -48,3 +48,20 @@ def _own_terms(db, an:Analyzer) -> int:
             db.execute("UPDATE content SET terms=? WHERE hash=?", (new, h)); n += 1
             db.execute("INSERT INTO doc_log(doc_id) SELECT id FROM documents WHERE hash=?", (h,)) # the keyword index reads them again
     return n
+
+# %% ../../nbs/engine/03d_rekey.ipynb #8872ddf2
+UPGRADING = "The index is being upgraded for this version of qmd-nb (ingested pages move to their own keys): try again in a minute"
+OLDER_READ_ONLY = ("This index was written by an older qmd-nb and is read-only here, so it cannot be upgraded: a token limited to "
+                   "collections is served once the index's owner runs 'qmd-nb update' on it")
+
+def rekey_due(store:Store) -> bool:
+    "Whether `rekey_ingested`, or a keyword refresh after it, has work left (two catalog reads)."
+    root = store.root
+    return not (kv_get(root, REKEYED) == '1' and kv_get(root, 'keyword_fresh') == str(generation(root)))
+
+def rekey_pending(store:Store) -> str|None:
+    "Why a token limited to collections may not be served yet (the reason it is told), or None."
+    root = store.root
+    if not rekey_due(root) or (root.readonly and kv_get(root, REKEYED) == '1'): return None
+    if not (_has_libraries(root) or root.q("SELECT 1 FROM ingested LIMIT 1")): return None # nothing was ingested: no copy holds a page's tags
+    return OLDER_READ_ONLY if root.readonly else UPGRADING

@@ -141,12 +141,14 @@ class McpDoor:
 
     async def refused(self, p:Principal, body:bytes, send, path:str='/mcp' # where it was posted (its 403 names that resource's metadata)
                      ) -> bool:
-        "Whether the body was answered here: 400 when it is no JSON, 403 when it holds a message `p` may not send."
+        "Whether the body was answered here: 400 when it is no JSON, 403 when it holds a message `p` may not send, 503 when `p` is limited to collections and the engine holds such clients (`Engine.hold`)."
         ops = mcp_operations(body, self.owner)
         if ops is None: await send_json(send, 400, PARSE_ERROR); return True # what is not read here does not reach the SDK
         for op, mid in ops:
             try: authorize(p, op)
             except Forbidden as e: await self.forbidden(send, op, mid, str(e), path); return True
+            if op != 'mcp' and p.collections is not None and (why := self.engine.hold): # a tool: not until the index may serve a limited client
+                await send_json(send, 503, {'jsonrpc': '2.0', 'id': mid, 'error': {'code': -32603, 'message': why}}); return True
         return False
 
     async def forbidden(self, send, op:str, mid, why:str, path:str='/mcp'):

@@ -16,7 +16,7 @@ __all__ = ['DEFAULT_PORTS', 'CORS_METHODS', 'CORS_HEADERS', 'CORS_EXPOSE', 'PUBL
 import json, re, time
 import anyio
 from starlette.requests import Request
-from ..engine.errors import QmdError
+from ..engine.errors import QmdError, Unavailable
 from ..engine.auth import Principal, OWNER, SCOPES, OPERATIONS, authorize
 
 # %% ../../nbs/serve/21b_gate.ipynb #e02da388
@@ -216,6 +216,7 @@ def needs(engine, # the server's `qmd_nb.engine.api.Engine`
         p = request.scope.get('qmd.principal')
         if p is None: raise Unauthenticated("Authentication required")
         authorize(p, op)
+        if p.collections is not None and (why := engine.hold): raise Unavailable(why)
         return engine.view(p.collections, getattr(request.app.state, 'roots', None))
     dependency.op = op
     return dependency

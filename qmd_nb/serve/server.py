@@ -6,7 +6,7 @@ Docs: https://qmd-nb.github.io/qmd-nb/serve/server.html.md"""
 
 # %% ../../nbs/serve/23_server.ipynb #4fceb0d4
 from __future__ import annotations
-import faulthandler, json, logging, math, os, socket, sys, threading, time
+import faulthandler, json, logging, math, os, socket, sqlite3, sys, threading, time
 from pathlib import Path
 from ..engine.errors import QmdError
 
@@ -232,16 +232,21 @@ def warm_in_background(engine) -> threading.Thread:
     return engine.background(run)
 
 # %% ../../nbs/serve/23_server.ipynb #7c94f18e
-def rekey_in_background(engine) -> threading.Thread:
-    "Move an older catalog's ingested pages to their own content keys (see `rekey_ingested`) and bring the keyword index level, in a daemon thread."
+def rekey_in_background(engine) -> threading.Thread|None:
+    "Move an older catalog's ingested pages to their own content keys (see `rekey_ingested`) and bring the keyword index level, in a daemon thread; clients limited to collections wait for it."
+    from qmd_nb.engine.rekey import rekey_due, rekey_pending
+    st = engine.store
+    engine.hold = rekey_pending(st) # (for good on a read-only index an older version wrote)
+    if st.readonly or not rekey_due(st): return None # the common case: two reads
     def run():
-        from qmd_nb.engine.catalog import kv_get
-        from qmd_nb.engine.rekey import REKEYED, rekey_ingested
-        from qmd_nb.engine.store import generation
-        st = engine.store
-        if (kv_get(st, REKEYED) == '1' and kv_get(st, 'keyword_fresh') == str(generation(st))) or st.readonly: return # the common case: two reads
         from qmd_nb.engine.index import refresh_keyword
-        with st.writing(): rekey_ingested(st); refresh_keyword(st)
+        from qmd_nb.engine.rekey import rekey_ingested
+        try:
+            with st.writing(): rekey_ingested(st); refresh_keyword(st)
+        except (QmdError, sqlite3.Error, OSError) as e: # e.g. a full disk: they go on waiting, told why
+            logging.getLogger('qmd_nb.serve.server').error("could not upgrade the index: %s", e)
+            engine.hold = f"The index could not be upgraded for this version of qmd-nb ({e}): a token limited to collections is served once its owner runs 'qmd-nb update'"
+        else: engine.hold = None
     return engine.background(run)
 
 # %% ../../nbs/serve/23_server.ipynb #dcd51aa7
