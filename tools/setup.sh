@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv and install qmd-nb with its development tools (nbdev, pytest, JupyterLab). About 3.5 GB and 4-6 minutes
-# the first time (torch, OpenVINO, Chroma, JupyterLab); pip shows what it fetches. Safe to run again: when .venv is
+# Create .venv and install qmd-nb with its development tools (nbdev, pytest, JupyterLab) and optional models (mpnet, and
+# the LLM of query expansion=llm). About 5 GB and 8-10 minutes the first time (torch, OpenVINO, Chroma, JupyterLab, the
+# 1.1 GB LLM, and llama-cpp-python, which pip builds from source: about 4 minutes, then kept in pip's cache); pip shows what it fetches. Safe to run again: when .venv is
 # installed and pyproject.toml has not changed since, it checks and stops.
 # torch is pinned in the same pip command so pip picks the local CPU build instead of pulling CUDA packages.
 # For the docs test (tests/test_docs_site.py) it also fetches, when missing: Debian's chromium (apt-get; never
@@ -15,7 +16,7 @@ if [ ! -x .venv/bin/python ]; then say "creating .venv (Python: $(python3 --vers
 if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && .venv/bin/python -c "import qmd_nb, bm25s, Stemmer, nbdev, jupyterlab" 2>/dev/null; then
   say ".venv is installed and up to date"
 else
-  say "installing qmd-nb and its dependencies into .venv: about 3.5 GB and 4-6 minutes the first time"
+  say "installing qmd-nb and its dependencies into .venv: about 5 GB and 8-10 minutes the first time (llama-cpp-python builds from source)"
   start=$SECONDS
   # pip's own lines (Collecting..., Downloading... with sizes) are the progress, and its silent unpacking is announced;
   # a warning about a missing local package index in this machine's pip configuration is dropped. PYTHONUNBUFFERED: into

@@ -20,6 +20,7 @@ from .vectors import vector_hits, has_vectors
 from .chroma import VectorStore
 from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, blend_weight, minmax
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
+from .llm import AnswerExpander, answer_expander
 from .filter import Filter, parse_filter, sort_hits
 from .config import setting
 from .rerank import candidates, RERANKERS, get_reranker, warm_windows, stored_window_embedder
@@ -37,13 +38,15 @@ class QueryParams:
     depth: int = 100 # hits per retrieval list
     probe_min_score: float = 0.85 # a keyword top hit this strong...
     probe_min_gap: float = 0.15 # ...and this far ahead of the second makes expansion unnecessary
-    expansion: str = 'none' # 'prf' (pseudo-relevance feedback), 'chat' (an LLM endpoint) or 'none'
+    expansion: str = 'none' # 'prf' (pseudo-relevance feedback), 'llm' (a local model's answer, `qmd_nb.engine.llm`), 'chat' (an LLM endpoint) or 'none'
     prf_docs: int = 10 # keyword hits that feed keyword feedback
     prf_terms: int = 10 # terms in the feedback query
     prf_vec_docs: int = 5 # vector hits that feed vector feedback
     prf_vec_beta: float = 0.5 # how far the feedback vector moves toward them
     original_weight: float = 2.0 # weight of the lists for the question itself
     expansion_weight: float = 1.0 # weight of each expansion's lists
+    answer_weight: float = 4.0 # expansion=llm: weight of each list of the model's answer (a named tool outweighs the question's words)
+    answer_tokens: int = 60 # ... the longest answer, in tokens
     lex_weight: float = 1.0 # keyword lists' share in fusion
     vec_weight: float = 1.0 # vector lists' share in fusion
     window_weight: float = 0.0 # weight of the window list: the question's candidates ranked by their best sentence window (finer vector units); 0: no such list
@@ -94,7 +97,7 @@ class QueryParams:
             except (TypeError, ValueError): raise UsageError(f"Query parameter {k} must be a {types[k].__name__} (got {v!r})") from None
         p = replace(self, **conv)
         if p.fusion not in FUSIONS: raise UsageError(f"fusion must be {' or '.join(FUSIONS)} (got {p.fusion!r})")
-        if p.expansion not in ('prf', 'chat', 'none'): raise UsageError(f"expansion must be prf, chat or none (got {p.expansion!r})")
+        if p.expansion not in ('prf', 'llm', 'chat', 'none'): raise UsageError(f"expansion must be prf, llm, chat or none (got {p.expansion!r})")
         if p.rerank not in (*RERANKERS, 'none'): raise UsageError(f"rerank must be {', '.join(RERANKERS)} or none (got {p.rerank!r})")
         return p
 
@@ -105,8 +108,9 @@ class QueryParams:
 
 
 # %% ../../nbs/engine/11c_hybrid.ipynb #12d978d5
-def get_expander(store:Store, env:dict|None=None) -> ChatExpander:
-    "The chat expander the settings name (`expand_url`), or a clear error when none is set."
+def get_expander(store:Store, env:dict|None=None, kind:str='chat', max_tokens:int=60) -> ChatExpander|AnswerExpander:
+    "The expander of `kind`: 'llm', the local model the settings name (`llm_model`); 'chat', the endpoint (`expand_url`), or a clear error when none is set."
+    if kind == 'llm': return answer_expander(store, env, max_tokens)
     url = setting(store.config.settings, 'expand_url', env)
     if not url: raise UsageError("expansion=chat needs an endpoint: set expand_url (or QMD_NB_EXPAND_URL)")
     key = ('expander', url)
@@ -122,11 +126,12 @@ class QueryHit(Hit):
     explain: dict = field(default_factory=dict)
 
 def list_weight(kind:str, # 'lex', 'vec' or 'hyde'
-                source:str, # 'user' for the question itself; 'prf' or 'llm' for an expansion; 'win' for the window list
+                source:str, # 'user' for the question itself; 'prf' or 'llm' for an expansion, 'answer' or 'names' for a local model's answer; 'win' for the window list
                 p:QueryParams) -> float:
     "A list's fusion weight: the question's (or an expansion's) weight times the keyword (or vector) share."
     if source == 'win': return p.window_weight
-    return (p.original_weight if source == 'user' else p.expansion_weight) * (p.lex_weight if kind == 'lex' else p.vec_weight)
+    w = p.original_weight if source == 'user' else p.answer_weight if source in ('answer', 'names') else p.expansion_weight
+    return w * (p.lex_weight if kind == 'lex' else p.vec_weight)
 
 def run_list(store:Store, embedder, s:SubQuery, p:QueryParams, names, flt:Filter|None=None) -> tuple[RankedList, list[Hit]]:
     "One sub-query's ranked list."
@@ -182,7 +187,7 @@ def gather(store:Store, embedder, query:str, p:QueryParams, names, subs:list[Sub
     if p.window_weight > 0: lists.append(window_list(store, embedder, query, lists, p, qv))
     if not wants_expansion(hits['lex:user'], p): return lists, hits, qv
     exp = prf_subqueries(store, query, hits['lex:user'], hits['vec:user'], qv, VectorStore(store, embedder.fingerprint), p) \
-          if p.expansion == 'prf' else get_expander(store).expand(query)
+          if p.expansion == 'prf' else get_expander(store, kind=p.expansion, max_tokens=p.answer_tokens).expand(query)
     for s in exp: add(s)
     return lists, hits, qv
 

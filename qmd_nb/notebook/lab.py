@@ -64,12 +64,12 @@ def read_known(store:Store, path:str|Path) -> Judged:
     return Judged(Path(path).stem, queries, qrels, {i: f'{c}/{p}' for i, (c, p) in doc_keys(store).items()})
 
 # %% ../../nbs/notebook/31_lab.ipynb #6f2330a2
-LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'bm25', 'window_depth', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder', 'rerank_shortlist') # a new value re-runs retrieval
+LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'expansion', 'answer_tokens', 'bm25', 'window_depth', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder', 'rerank_shortlist') # a new value re-runs retrieval
 RERANK_FIELDS = ('rerank', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder', 'rerank_shortlist') # a new value re-runs the reranker
 
 def key_of(p:QueryParams, names) -> tuple:
-    "The values of these parameters (keyword ranking's without the duplicate threshold and version folding, which apply after retrieval)."
-    return tuple(replace(p.bm25, duplicate_threshold=0.0, fold_versions=False) if n == 'bm25' else getattr(p, n) for n in names)
+    "The values of these parameters (keyword ranking's without the duplicate threshold and version folding, which apply after retrieval; of expansion, only whether a model answers: none and prf share the feedback lists)."
+    return tuple(replace(p.bm25, duplicate_threshold=0.0, fold_versions=False) if n == 'bm25' else p.expansion == 'llm' if n == 'expansion' else getattr(p, n) for n in names)
 
 @dataclass
 class QueryLists:
@@ -104,7 +104,8 @@ def query_lists(c:LabCache, p:QueryParams, progress=False) -> list[QueryLists]:
     "The retrieval lists of `p`'s list setting (run once per setting, then cached)."
     k = key_of(p, LIST_FIELDS)
     if k in c.lists: return c.lists[k]
-    t, g, out = time.time(), replace(p, expansion='prf', probe_min_score=float('inf'), window_weight=p.window_weight or 1.0), [] # every list, weighed later
+    g = replace(p, expansion='llm' if p.expansion == 'llm' else 'prf', probe_min_score=float('inf'), window_weight=p.window_weight or 1.0) # every list, weighed later
+    t, out = time.time(), []
     with progress_bar(len(c.qids), 'Retrieval lists', progress, unit='query') as bar:
         for q in c.texts:
             lists, hits, _ = gather(c.store, c.embedder, q, g, None, parse_typed(q))
@@ -249,7 +250,7 @@ def fast_rankings(c:LabCache, p:QueryParams, ql:list[QueryLists], rr:list|None) 
 def lab_rankings(c:LabCache, p:QueryParams, exact:bool=False, # through `hybrid.fuse`, query by query, instead of the arrays
                  progress:bool|None=False) -> dict:
     "query id -> judgement keys of its top 100 under `p`."
-    if p.expansion == 'chat': raise UsageError("The ranking lab covers expansion=none and expansion=prf, not chat")
+    if p.expansion == 'chat': raise UsageError("The ranking lab covers expansion=none, prf and llm, not chat")
     ql = query_lists(c, p, progress)
     rr = rerank_scores(c, p, ql, progress) if p.rerank != 'none' and c.embedder is not None else None
     runs, keys, near = (exact_rankings if exact else fast_rankings)(c, p, ql, rr), c.judged.keys, near_copies(c, p, ql)
