@@ -7,7 +7,7 @@ import pytest
 from qmd_nb.engine.chunk import model_dir
 from qmd_nb.engine.embed import HashEmbedder, OpenVINOEmbedder, TorchEmbedder, get_embedder
 
-MODELS = Path(tempfile.gettempdir())/'qmd-nb-test-models' # converted model, reused between runs
+MODELS = Path(os.environ.get('QMD_NB_MODEL_CACHE') or Path(tempfile.gettempdir())/'qmd-nb-test-models') # converted model, reused between runs
 TEXTS = ['How do I rebuild the search index after editing notes?',
          'Vitamin D supplementation and bone fracture risk in older adults: a randomised trial. ' * 6,
          'A recipe for sourdough bread',

@@ -18,12 +18,15 @@ if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && .venv/bin/python -c "im
 else
   say "installing qmd-nb and its dependencies into .venv: about 5 GB and 8-10 minutes the first time (llama-cpp-python builds from source)"
   start=$SECONDS
+  free_gb=$(df -Pk . | awk 'NR == 2 {print int($4 / 1048576)}')
+  if [ "${free_gb:-0}" -lt 8 ]; then say "warning: only ${free_gb} GB free here; the install needs about 5 GB, and the tests about 3 GB more"; fi
   # pip's own lines (Collecting..., Downloading... with sizes) are the progress, and its silent unpacking is announced;
   # a warning about a missing local package index in this machine's pip configuration is dropped. PYTHONUNBUFFERED: into
   # a pipe pip's lines would otherwise come in 8 KB bursts, and the announcement only after the unpacking it announces
   PYTHONUNBUFFERED=1 .venv/bin/pip install --disable-pip-version-check "torch==2.13.0" -e ".[dev]" --config-settings editable_mode=compat 2>&1 \
     | awk '/^WARNING: Location/ {next} {print; fflush()}
-           /^Installing collected packages/ {print "setup.sh: pip now unpacks them into .venv: a minute or two without output"; fflush()}' || true
+           /^Installing collected packages/ {print "setup.sh: pip now unpacks them into .venv: a minute or two without output"; fflush()}' \
+    || { rc=${PIPESTATUS[0]}; say "pip failed (exit $rc): its error is above; $(df -Ph . | awk 'NR == 2 {print $4}') free on this disk"; exit "$rc"; }
   .venv/bin/python -c "import qmd_nb, bm25s, Stemmer, nbdev, jupyterlab" # fail loudly if the install did not work
   touch "$stamp"
   say "installed in $((SECONDS - start)) s; .venv holds $(du -sh .venv 2>/dev/null | cut -f1)"

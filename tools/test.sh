@@ -6,6 +6,14 @@ SECONDS=0
 trap 'echo "tools/test.sh: wall time $((SECONDS / 60))m$((SECONDS % 60))s"' EXIT
 bash tools/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# Converted models are kept between runs (converting or joining them again takes minutes); everything else a test writes
+# to a temporary folder goes to one folder of this run, removed at the end: notebook tests leave their temporary indexes
+# behind (about 700 folders, 400 MB a run), and a disk filled by earlier runs failed CI. It is world-traversable like /tmp,
+# since some tests run a part as another user.
+export QMD_NB_MODEL_CACHE="${QMD_NB_MODEL_CACHE:-${TMPDIR:-/tmp}/qmd-nb-test-models}"
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/qmd-nb-test-run.XXXXXX"); chmod 1777 "$run_tmp"
+trap 'rm -rf --one-file-system "$run_tmp" 2>/dev/null; echo "tools/test.sh: wall time $((SECONDS / 60))m$((SECONDS % 60))s"' EXIT
+export TMPDIR="$run_tmp"
 B=.venv/bin
 echo "== nbdev-clean and nbdev-export must leave git clean"
 $B/nbdev-clean
