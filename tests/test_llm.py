@@ -27,6 +27,15 @@ def test_the_answer_finds_the_page_the_question_means(pages):
     assert 'lex:answer #1' in shown and 'hyde:answer' in shown, shown
     assert top() != 'tldr/common/tee.md' # (without it, the question's own words pick another page: what the expansion is for)
 
+def test_an_answer_that_names_no_page_here_is_left_out(pages):
+    "The model answers `git init`, and no page here is git's: query ranks as without expansion, unless answer_grounding=false keeps the answer."
+    q = 'start a new git repository'
+    ranked = lambda *extra: [r['file'] for r in json.loads(pages('query', q, '-n', '5', '--json', *extra).stdout)]
+    assert ranked('--set', 'expansion=llm') == ranked()
+    assert 'lex:answer' not in pages('query', q, '-n', '1', '--set', 'expansion=llm', '--explain').stdout
+    kept = pages('query', q, '-n', '1', '--set', 'expansion=llm', '--set', 'answer_grounding=false', '--explain').stdout
+    assert 'lex:answer' in kept and 'lex:names' in kept, kept
+
 def test_the_index_setting_turns_it_on_for_the_mcp_server(pages):
     "`query` settings in the index config: the MCP server's query tool expands too, and stdout carries only protocol messages (the SDK's client reads every line of it)."
     cfg = pages.home/'config'/'index.json'

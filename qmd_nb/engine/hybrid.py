@@ -20,7 +20,7 @@ from .vectors import vector_hits, has_vectors
 from .chroma import VectorStore
 from .fusion import RankedList, Fused, FUSIONS, fuse as fuse_lists, blend, blend_weight, minmax
 from .expand import SubQuery, parse_typed, check_searches, prf_terms, rocchio, ChatExpander
-from .llm import AnswerExpander, answer_expander
+from .llm import AnswerExpander, answer_expander, grounded
 from .filter import Filter, parse_filter, sort_hits
 from .config import setting
 from .rerank import candidates, RERANKERS, get_reranker, warm_windows, stored_window_embedder
@@ -47,6 +47,7 @@ class QueryParams:
     expansion_weight: float = 1.0 # weight of each expansion's lists
     answer_weight: float = 4.0 # expansion=llm: weight of each list of the model's answer (a named tool outweighs the question's words)
     answer_tokens: int = 60 # ... the longest answer, in tokens
+    answer_grounding: bool = True # ... kept only when a name it quotes is a page's title or file name (`llm.grounded`)
     lex_weight: float = 1.0 # keyword lists' share in fusion
     vec_weight: float = 1.0 # vector lists' share in fusion
     window_weight: float = 0.0 # weight of the window list: the question's candidates ranked by their best sentence window (finer vector units); 0: no such list
@@ -188,6 +189,7 @@ def gather(store:Store, embedder, query:str, p:QueryParams, names, subs:list[Sub
     if not wants_expansion(hits['lex:user'], p): return lists, hits, qv
     exp = prf_subqueries(store, query, hits['lex:user'], hits['vec:user'], qv, VectorStore(store, embedder.fingerprint), p) \
           if p.expansion == 'prf' else get_expander(store, kind=p.expansion, max_tokens=p.answer_tokens).expand(query)
+    if p.expansion == 'llm' and p.answer_grounding and not grounded(store, exp, names): exp = [] # it names no page here
     for s in exp: add(s)
     return lists, hits, qv
 

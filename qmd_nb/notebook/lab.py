@@ -64,7 +64,7 @@ def read_known(store:Store, path:str|Path) -> Judged:
     return Judged(Path(path).stem, queries, qrels, {i: f'{c}/{p}' for i, (c, p) in doc_keys(store).items()})
 
 # %% ../../nbs/notebook/31_lab.ipynb #6f2330a2
-LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'expansion', 'answer_tokens', 'bm25', 'window_depth', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder', 'rerank_shortlist') # a new value re-runs retrieval
+LIST_FIELDS = ('depth', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'expansion', 'answer_tokens', 'answer_grounding', 'bm25', 'window_depth', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder', 'rerank_shortlist') # a new value re-runs retrieval
 RERANK_FIELDS = ('rerank', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder', 'rerank_shortlist') # a new value re-runs the reranker
 
 def key_of(p:QueryParams, names) -> tuple:

@@ -12,7 +12,7 @@ from ..engine.errors import QmdError
 
 # %% auto #0
 __all__ = ['DEFAULT_PORT', 'TRANSPORTS', 'LOOPBACK', 'CONNECTIONS_PER_CLIENT', 'check_port', 'check_tls', 'tls_context',
-           'http_server', 'ConnectionCap', 'client_deadline', 'more_files', 'public_base', 'http_security',
+           'http_server', 'ConnectionCap', 'client_deadline', 'more_files', 'public_base', 'http_security', 'warm_llm',
            'warm_in_background', 'rekey_in_background', 'profiles_ready', 'Sparse', 'start_watching', 'serve',
            'qmd_exe', 'mcp_config']
 
@@ -222,11 +222,22 @@ def http_security(host:str, port:int, auth:bool=True, # require tokens
     return dict(tokens=ts, oauth=OAuthServer(ts, base, base + '/mcp')), notes
 
 # %% ../../nbs/serve/23_server.ipynb #5e25b5a7
+def warm_llm(store) -> bool:
+    "Load the local LLM when the index's settings turn `expansion=llm` on (joining it from its packages first, if need be); whether it did."
+    from qmd_nb.engine.hybrid import QueryParams, get_expander
+    p = QueryParams.from_settings(store.config.settings)
+    if p.expansion != 'llm': return False
+    try: get_expander(store, kind='llm', max_tokens=p.answer_tokens).llm.load()
+    except (QmdError, OSError) as e: # not installed, no such file, a full disk: each query says so itself
+        logging.getLogger('qmd_nb.serve.server').warning("expansion=llm: the model could not be loaded: %s", e); return False
+    return True
+
 def warm_in_background(engine) -> threading.Thread:
-    "Once the model is loaded, prepare the reranker's data for every document (see `warm_reranker`), in a daemon thread."
+    "Once the model is loaded, load the local LLM if the settings use it (`warm_llm`), then prepare the reranker's data for every document (`warm_reranker`), in a daemon thread."
     def run():
         if not engine.wait_loaded(): return # no model (or shutting down): semantic tools report it themselves
         from qmd_nb.engine.hybrid import warm_reranker # not before: importing it would compete with the server's start
+        warm_llm(engine.store)
         t = time.time(); n = warm_reranker(engine.store, engine.embedder, stop=engine.stopping)
         if n: logging.getLogger('qmd_nb.serve.server').info("reranker data for %d documents ready in %.0f s", n, time.time() - t)
     return engine.background(run)
