@@ -24,7 +24,7 @@ __all__ = ['CONTROLS', 'GROUPS', 'LAZY', 'control', 'svg_plot', 'RankingLab', 'r
 
 # %% ../../nbs/notebook/31a_lab_widget.ipynb #cb097043
 CONTROLS = dict( # (min, max, step) for numbers, choices for words, bool for a switch
-    depth=(10, 200, 10), vec_floor=(0.0, 1.0, 0.05), score_floor=(0.0, 0.5, 0.01), probe_min_score=(0.0, 1.05, 0.05), probe_min_gap=(0.0, 1.0, 0.05), expansion=('none', 'prf', 'llm'), answer_weight=(0.0, 8.0, 0.25), answer_tokens=(10, 200, 10),
+    depth=(10, 200, 10), vec_floor=(0.0, 1.0, 0.05), score_floor=(0.0, 0.5, 0.01), probe_min_score=(0.0, 1.05, 0.05), probe_min_gap=(0.0, 1.0, 0.05), expansion=('none', 'prf', 'llm'), answer_weight=(0.0, 8.0, 0.25), answer_tokens=(10, 200, 10), answer_grounding=bool,
     prf_docs=(1, 30, 1), prf_terms=(1, 30, 1), prf_vec_docs=(1, 20, 1), prf_vec_beta=(0.0, 2.0, 0.1),
     original_weight=(0.0, 4.0, 0.1), expansion_weight=(0.0, 4.0, 0.1), lex_weight=(0.0, 3.0, 0.1), vec_weight=(0.0, 3.0, 0.1), window_weight=(0.0, 4.0, 0.1), window_depth=(10, 200, 10),
     fusion=tuple(FUSIONS), rrf_k=(1.0, 200.0, 1.0), bonus_first=(0.0, 0.2, 0.005), bonus_top3=(0.0, 0.1, 0.005),
@@ -33,7 +33,7 @@ CONTROLS = dict( # (min, max, step) for numbers, choices for words, bool for a s
     k1=(0.1, 3.0, 0.1), b=(0.0, 1.0, 0.05), title_weight=(0.0, 6.0, 0.25), meta_weight=(0.0, 4.0, 0.25), heading_weight=(0.0, 4.0, 0.25),
     lead_weight=(0.0, 4.0, 0.25), body_weight=(0.0, 2.0, 0.25), proximity_depth=(10, 300, 10), phrase_weight=(0.0, 1.0, 0.05),
     phrase_power=(0.5, 4.0, 0.25), near_weight=(0.0, 1.0, 0.05), near_slop=(0, 10, 1), overview_yield=bool, overview_min_links=(1, 20, 1), authority_weight=(0.0, 1.0, 0.05), authority_depth=(5, 100, 5), authority_title_words=(1, 10, 1), authority_named=bool, main_copy_first=bool, duplicate_threshold=(0.5, 1.0, 0.05), fold_versions=bool)
-GROUPS = {'Retrieval': ('depth', 'vec_floor', 'expansion', 'probe_min_score', 'probe_min_gap', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'answer_tokens'),
+GROUPS = {'Retrieval': ('depth', 'vec_floor', 'expansion', 'probe_min_score', 'probe_min_gap', 'prf_docs', 'prf_terms', 'prf_vec_docs', 'prf_vec_beta', 'answer_tokens', 'answer_grounding'),
           'Fusion': ('fusion', 'original_weight', 'expansion_weight', 'answer_weight', 'lex_weight', 'vec_weight', 'window_weight', 'window_depth', 'rrf_k', 'bonus_first', 'bonus_top3'),
           'Reranker and blend': ('rerank', 'rerank_top', 'rerank_window', 'rerank_title', 'rerank_title_words', 'rerank_embedder', 'rerank_shortlist', 'blend_top3', 'blend_top10', 'blend_rest', 'short_query_terms', 'short_blend_top3', 'short_blend_top10', 'short_blend_rest', 'quote_bonus', 'quote_min_words', 'cited_weight', 'cited_quoted', 'alias_depth', 'score_floor'),
           'Keyword': tuple(f.name for f in fields(BM25Params))}
